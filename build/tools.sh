@@ -1,0 +1,45 @@
+#!/usr/bin/env bash
+# Builds the pinned third-party tools the integration tests drive, from the Go
+# module proxy, into DIR: containerd and ctr (and containerd's own runc shim,
+# the yardstick for shim memory), and crictl. A tool already built at the
+# pinned version is kept.
+#
+# usage: tools.sh DIR
+set -euo pipefail
+
+dir=${1:?usage: tools.sh DIR}
+containerd_version=v2.4.2
+crictl_version=v1.36.0
+mkdir -p "$dir/bin"
+dir=$(cd "$dir" && pwd)
+export GOFLAGS=-mod=mod CGO_ENABLED=0
+
+stamp() { [ -x "$dir/bin/$1" ] && [ "$(cat "$dir/bin/.$1.version" 2>/dev/null)" = "$2" ]; }
+mark() { echo "$2" >"$dir/bin/.$1.version"; }
+
+if ! stamp containerd $containerd_version || ! stamp ctr $containerd_version || ! stamp containerd-shim-runc-v2 $containerd_version; then
+	echo "tools: building containerd $containerd_version"
+	GOBIN=$dir/bin go install \
+		github.com/containerd/containerd/v2/cmd/containerd@$containerd_version \
+		github.com/containerd/containerd/v2/cmd/ctr@$containerd_version \
+		github.com/containerd/containerd/v2/cmd/containerd-shim-runc-v2@$containerd_version
+	for b in containerd ctr containerd-shim-runc-v2; do mark $b $containerd_version; done
+fi
+
+if ! stamp crictl $crictl_version; then
+	echo "tools: building crictl $crictl_version"
+	# cri-tools cannot be installed with `go install` (the checksum database and
+	# version list refuse it): fetch the module, build from a writable copy.
+	mod=$(GONOSUMDB=sigs.k8s.io/cri-tools GOFLAGS= go mod download -json sigs.k8s.io/cri-tools@$crictl_version |
+		sed -n 's/^[[:space:]]*"Dir": "\(.*\)",$/\1/p')
+	src=$(mktemp -d)
+	trap 'chmod -R u+w "$src"; rm -rf "$src"' EXIT
+	cp -r "$mod/." "$src"
+	chmod -R u+w "$src"
+	# The module zip holds only vendor/modules.txt, not the vendored code.
+	rm -rf "$src/vendor"
+	(cd "$src" && go build -trimpath \
+		-ldflags "-X sigs.k8s.io/cri-tools/pkg/version.Version=${crictl_version#v}" \
+		-o "$dir/bin/crictl" ./cmd/crictl)
+	mark crictl $crictl_version
+fi

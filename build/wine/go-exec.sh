@@ -1,0 +1,11 @@
+#!/usr/bin/env bash
+# go test -exec wrapper: runs a Windows test binary under Wine in the template
+# prefix (WINPROC_WINE_PREFIX), then waits for that prefix's wineserver to exit
+# so no process outlives the test run.
+set -u
+: "${WINPROC_WINE_PREFIX:?set WINPROC_WINE_PREFIX to the template prefix (make wine)}"
+export WINEPREFIX=$WINPROC_WINE_PREFIX WINEDEBUG=-all WINEDLLOVERRIDES="mscoree,mshtml="
+wine "$@"
+status=$?
+wineserver -w
+exit $status

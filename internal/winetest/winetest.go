@@ -1,0 +1,93 @@
+// Package winetest runs the project's Windows programs under Wine from Linux
+// tests: it cross-compiles a main package to a PE executable and prepares
+// commands that run it in the template Wine prefix made by `make wine`.
+//
+// Tests that need Wine call Prefix, which skips the test when
+// WINPROC_WINE_PREFIX is unset; `make test` always sets it, so in CI these
+// tests run.
+package winetest
+
+import (
+	"context"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"runtime"
+	"strings"
+	"testing"
+)
+
+// PrefixEnv names the environment variable that holds the template prefix.
+const PrefixEnv = "WINPROC_WINE_PREFIX"
+
+// Prefix returns the template Wine prefix, skipping the test when there is none.
+func Prefix(t testing.TB) string {
+	t.Helper()
+	p := os.Getenv(PrefixEnv)
+	if p == "" {
+		t.Skipf("%s is not set; run through `make test` or set it to a prefix made by `make wine`", PrefixEnv)
+	}
+	if _, err := os.Stat(filepath.Join(p, "system.reg")); err != nil {
+		t.Fatalf("%s=%s is not a Wine prefix (run `make wine`): %v", PrefixEnv, p, err)
+	}
+	return p
+}
+
+// Env returns the environment for Wine processes in prefix: quiet, and
+// without the Mono and Gecko installers Wine would otherwise offer.
+func Env(prefix string) []string {
+	env := make([]string, 0, len(os.Environ())+3)
+	for _, kv := range os.Environ() {
+		if !strings.HasPrefix(kv, "WINEPREFIX=") && !strings.HasPrefix(kv, "WINEDEBUG=") && !strings.HasPrefix(kv, "WINEDLLOVERRIDES=") {
+			env = append(env, kv)
+		}
+	}
+	return append(env, "WINEPREFIX="+prefix, "WINEDEBUG=-all", "WINEDLLOVERRIDES=mscoree,mshtml=")
+}
+
+// BuildExe cross-compiles the main package pkg (an import path or a
+// directory) for windows/amd64 into a temporary directory and returns the
+// path of the .exe.
+func BuildExe(t testing.TB, pkg string) string {
+	t.Helper()
+	out := filepath.Join(t.TempDir(), filepath.Base(pkg)+".exe")
+	cmd := exec.Command(goTool(), "build", "-o", out, pkg)
+	cmd.Env = append(os.Environ(), "GOOS=windows", "GOARCH=amd64", "CGO_ENABLED=0")
+	if b, err := cmd.CombinedOutput(); err != nil {
+		t.Fatalf("build %s for windows: %v\n%s", pkg, err, b)
+	}
+	return out
+}
+
+// Command returns a command that runs exe under Wine in prefix. The caller
+// starts it; Cleanup waits for the prefix's wineserver to exit once the test
+// is done, so no Wine process outlives the test.
+func Command(ctx context.Context, t testing.TB, prefix, exe string, args ...string) *exec.Cmd {
+	t.Helper()
+	cmd := exec.CommandContext(ctx, "wine", append([]string{exe}, args...)...)
+	cmd.Env = Env(prefix)
+	t.Cleanup(func() { WaitServer(t, prefix) })
+	return cmd
+}
+
+// WaitServer waits until the wineserver of prefix has exited.
+func WaitServer(t testing.TB, prefix string) {
+	t.Helper()
+	cmd := exec.Command("wineserver", "-w")
+	cmd.Env = Env(prefix)
+	if b, err := cmd.CombinedOutput(); err != nil {
+		t.Errorf("wineserver -w: %v\n%s", err, b)
+	}
+}
+
+func goTool() string {
+	if p := filepath.Join(runtime.GOROOT(), "bin", "go"); fileExists(p) {
+		return p
+	}
+	return "go"
+}
+
+func fileExists(p string) bool {
+	_, err := os.Stat(p)
+	return err == nil
+}
