@@ -1,0 +1,45 @@
+//go:build !windows
+
+package snapshotter
+
+import (
+	"context"
+	"fmt"
+	"os"
+	"path/filepath"
+)
+
+// Off Windows the snapshotter serves winproc's emulation backend, which
+// builds a container's C: drive as an overlay mount: the parents' Files
+// directories are the lower layers, the scratch's Files the upper one and its
+// work directory overlayfs's workdir. Deletions in the scratch are overlayfs
+// whiteouts, the same representation the layer importer writes, so a
+// committed scratch is a layer as it stands.
+//
+// The emulation does not enforce the scratch size label: a directory has no
+// size of its own.
+
+const (
+	scratchUpper = "Files"
+	scratchWork  = "work"
+)
+
+func createScratch(ctx context.Context, dir string, parents []string, size uint64) error {
+	for _, d := range []string{scratchUpper, scratchWork} {
+		if err := os.Mkdir(filepath.Join(dir, d), 0o700); err != nil {
+			return fmt.Errorf("create scratch: %w", err)
+		}
+	}
+	return nil
+}
+
+func commitLayer(ctx context.Context, dir string, parents []string) error {
+	if err := os.RemoveAll(filepath.Join(dir, scratchWork)); err != nil {
+		return fmt.Errorf("drop overlay work directory of %s: %w", dir, err)
+	}
+	return nil
+}
+
+func destroyLayer(ctx context.Context, dir string) error {
+	return os.RemoveAll(dir)
+}

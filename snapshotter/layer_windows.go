@@ -1,0 +1,93 @@
+//go:build windows
+
+package snapshotter
+
+import (
+	"context"
+	"fmt"
+	"io"
+	"os"
+	"path/filepath"
+
+	"github.com/Microsoft/go-winio"
+	"github.com/Microsoft/hcsshim"
+	"github.com/Microsoft/hcsshim/pkg/ociwclayer"
+	"github.com/containerd/log"
+)
+
+// On Windows the layer operations are HCS's, as in containerd's windows
+// snapshotter: a scratch is a copy of the base layer's blank.vhdx, grown on
+// request; committing a scratch exports it and imports it back as a
+// read-only layer; destroying goes through the layer driver, which also
+// releases the layer if a crash left it activated.
+
+func driverInfo(dir string) (hcsshim.DriverInfo, string) {
+	return hcsshim.DriverInfo{HomeDir: filepath.Dir(dir)}, filepath.Base(dir)
+}
+
+func createScratch(ctx context.Context, dir string, parents []string, size uint64) error {
+	base := parents[len(parents)-1]
+	if err := copyFile(filepath.Join(base, "blank.vhdx"), filepath.Join(dir, "sandbox.vhdx")); err != nil {
+		return err
+	}
+	if size > 0 {
+		info, id := driverInfo(dir)
+		if err := hcsshim.ExpandSandboxSize(info, id, size); err != nil {
+			return fmt.Errorf("grow sandbox.vhdx to %d bytes: %w", size, err)
+		}
+	}
+	return nil
+}
+
+func copyFile(src, dst string) error {
+	in, err := os.Open(src)
+	if err != nil {
+		return fmt.Errorf("open scratch template: %w", err)
+	}
+	defer in.Close()
+	out, err := os.OpenFile(dst, os.O_WRONLY|os.O_CREATE|os.O_EXCL, 0o700)
+	if err != nil {
+		return err
+	}
+	if _, err := io.Copy(out, in); err != nil {
+		out.Close()
+		os.Remove(dst)
+		return fmt.Errorf("copy %s to %s: %w", src, dst, err)
+	}
+	return out.Close()
+}
+
+func commitLayer(ctx context.Context, dir string, parents []string) error {
+	if len(parents) == 0 {
+		return hcsshim.ConvertToBaseLayer(dir)
+	}
+	if err := winio.EnableProcessPrivileges([]string{winio.SeBackupPrivilege, winio.SeRestorePrivilege}); err != nil {
+		return fmt.Errorf("enable backup and restore privileges: %w", err)
+	}
+	r, w := io.Pipe()
+	go func() {
+		w.CloseWithError(ociwclayer.ExportLayerToTar(ctx, w, dir, parents))
+	}()
+	// Importing needs SeSecurityPrivilege when the root sits on a mounted
+	// VHDX (containerd found this); harmless elsewhere.
+	err := winio.RunWithPrivileges([]string{winio.SeSecurityPrivilege}, func() error {
+		_, err := ociwclayer.ImportLayerFromTar(ctx, r, dir, parents)
+		return err
+	})
+	if err != nil {
+		r.CloseWithError(err)
+		return fmt.Errorf("import scratch %s as a read-only layer: %w", dir, err)
+	}
+	_, err = io.Copy(io.Discard, r)
+	return err
+}
+
+func destroyLayer(ctx context.Context, dir string) error {
+	info, id := driverInfo(dir)
+	// A layer left activated by a crash cannot be destroyed; deactivating
+	// one that is not active is harmless.
+	if err := hcsshim.DeactivateLayer(info, id); err != nil {
+		log.G(ctx).WithError(err).WithField("dir", dir).Debug("deactivate layer before destroy")
+	}
+	return hcsshim.DestroyLayer(info, id)
+}

@@ -1,0 +1,378 @@
+// Package snapshotter is a windowsfilter snapshotter: the on-disk layout and
+// mount format of containerd's built-in "windows" snapshotter, so runhcs and
+// winproc's shim can both consume its snapshots.
+//
+// Layout under the root directory:
+//
+//	metadata.db          bolt metadata (containerd's core/snapshots/storage)
+//	snapshots/<id>/      one directory per snapshot, named by its numeric id
+//	snapshots/rm-<id>/   a removed snapshot not yet destroyed
+//
+// An unpack snapshot (key with "extract-") is an empty directory the differ
+// fills. A parentless active snapshot gets Files\ (a new base layer). An
+// active snapshot with parents gets a scratch: on Windows sandbox.vhdx copied
+// from the base layer's blank.vhdx, in the Linux emulation a writable upper
+// directory. Every snapshot is handed out as one windows-layer mount (see
+// package layermount).
+//
+// The platform-specific work (HCS layer calls on Windows, plain directories
+// in the emulation) lives behind four functions in layer_*.go; everything
+// else here is shared and tested on Linux.
+package snapshotter
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"os"
+	"path/filepath"
+	"strconv"
+	"strings"
+
+	"github.com/containerd/containerd/v2/core/mount"
+	"github.com/containerd/containerd/v2/core/snapshots"
+	"github.com/containerd/containerd/v2/core/snapshots/storage"
+	"github.com/containerd/continuity/fs"
+	"github.com/containerd/errdefs"
+	"github.com/containerd/log"
+
+	"github.com/winproc/winproc/snapshotter/layermount"
+)
+
+// Scratch size labels, as containerd's windows snapshotter reads them.
+const (
+	rootfsSizeBytesLabel = "containerd.io/snapshot/windows/rootfs.sizebytes"
+	// Deprecated by containerd in favour of rootfsSizeBytesLabel; still honoured.
+	rootfsSizeGBLabel = "containerd.io/snapshot/io.microsoft.container.storage.rootfs.size-gb"
+)
+
+const removedPrefix = "rm-"
+
+// Snapshotter implements containerd's snapshots.Snapshotter and
+// snapshots.Cleaner for windowsfilter layers.
+type Snapshotter struct {
+	root string
+	ms   *storage.MetaStore
+}
+
+var (
+	_ snapshots.Snapshotter = (*Snapshotter)(nil)
+	_ snapshots.Cleaner     = (*Snapshotter)(nil)
+)
+
+// New opens (or creates) the snapshotter at root and destroys what an earlier
+// run left half removed.
+func New(ctx context.Context, root string) (*Snapshotter, error) {
+	if err := os.MkdirAll(filepath.Join(root, "snapshots"), 0o700); err != nil {
+		return nil, fmt.Errorf("create snapshotter root %s: %w", root, err)
+	}
+	ms, err := storage.NewMetaStore(filepath.Join(root, "metadata.db"))
+	if err != nil {
+		return nil, fmt.Errorf("open snapshot metadata in %s: %w", root, err)
+	}
+	s := &Snapshotter{root: root, ms: ms}
+	if err := s.Cleanup(ctx); err != nil {
+		ms.Close()
+		return nil, err
+	}
+	return s, nil
+}
+
+// Root returns the directory the snapshotter keeps its state in.
+func (s *Snapshotter) Root() string { return s.root }
+
+func (s *Snapshotter) dir(id string) string {
+	return filepath.Join(s.root, "snapshots", id)
+}
+
+func (s *Snapshotter) dirs(ids []string) []string {
+	paths := make([]string, len(ids))
+	for i, id := range ids {
+		paths[i] = s.dir(id)
+	}
+	return paths
+}
+
+// Stat returns the info of the snapshot key.
+func (s *Snapshotter) Stat(ctx context.Context, key string) (info snapshots.Info, err error) {
+	err = s.ms.WithTransaction(ctx, false, func(ctx context.Context) error {
+		_, info, _, err = storage.GetInfo(ctx, key)
+		return err
+	})
+	return info, err
+}
+
+// Update changes the mutable fields (labels) of a snapshot.
+func (s *Snapshotter) Update(ctx context.Context, info snapshots.Info, fieldpaths ...string) (_ snapshots.Info, err error) {
+	err = s.ms.WithTransaction(ctx, true, func(ctx context.Context) error {
+		info, err = storage.UpdateInfo(ctx, info, fieldpaths...)
+		return err
+	})
+	return info, err
+}
+
+// Usage returns the disk usage of a snapshot: recorded at commit for
+// committed snapshots, measured now for active ones.
+func (s *Snapshotter) Usage(ctx context.Context, key string) (usage snapshots.Usage, err error) {
+	var (
+		id   string
+		info snapshots.Info
+	)
+	err = s.ms.WithTransaction(ctx, false, func(ctx context.Context) error {
+		id, info, usage, err = storage.GetInfo(ctx, key)
+		return err
+	})
+	if err != nil {
+		return snapshots.Usage{}, err
+	}
+	if info.Kind == snapshots.KindActive {
+		du, err := fs.DiskUsage(ctx, s.dir(id))
+		if err != nil {
+			return snapshots.Usage{}, fmt.Errorf("measure usage of snapshot %s: %w", key, err)
+		}
+		usage = snapshots.Usage(du)
+	}
+	return usage, nil
+}
+
+// Walk calls fn for every snapshot matching the filters.
+func (s *Snapshotter) Walk(ctx context.Context, fn snapshots.WalkFunc, filters ...string) error {
+	return s.ms.WithTransaction(ctx, false, func(ctx context.Context) error {
+		return storage.WalkInfo(ctx, fn, filters...)
+	})
+}
+
+// Prepare creates an active snapshot: a layer to unpack into, a new base
+// layer, or a container's scratch over parent.
+func (s *Snapshotter) Prepare(ctx context.Context, key, parent string, opts ...snapshots.Opt) ([]mount.Mount, error) {
+	return s.create(ctx, snapshots.KindActive, key, parent, opts)
+}
+
+// View creates a read-only snapshot of parent.
+func (s *Snapshotter) View(ctx context.Context, key, parent string, opts ...snapshots.Opt) ([]mount.Mount, error) {
+	return s.create(ctx, snapshots.KindView, key, parent, opts)
+}
+
+// Mounts returns the mount of an active or view snapshot again.
+func (s *Snapshotter) Mounts(ctx context.Context, key string) ([]mount.Mount, error) {
+	var sn storage.Snapshot
+	err := s.ms.WithTransaction(ctx, false, func(ctx context.Context) (err error) {
+		sn, err = storage.GetSnapshot(ctx, key)
+		return err
+	})
+	if err != nil {
+		return nil, fmt.Errorf("mounts of snapshot %s: %w", key, err)
+	}
+	return s.mounts(sn), nil
+}
+
+func (s *Snapshotter) mounts(sn storage.Snapshot) []mount.Mount {
+	return []mount.Mount{layermount.Layer{
+		Path:     s.dir(sn.ID),
+		ReadOnly: sn.Kind == snapshots.KindView,
+		Parents:  s.dirs(sn.ParentIDs),
+	}.Mount()}
+}
+
+func isUnpack(key string) bool { return strings.Contains(key, snapshots.UnpackKeyPrefix) }
+
+func (s *Snapshotter) create(ctx context.Context, kind snapshots.Kind, key, parent string, opts []snapshots.Opt) ([]mount.Mount, error) {
+	var sn storage.Snapshot
+	err := s.ms.WithTransaction(ctx, true, func(ctx context.Context) (err error) {
+		sn, err = storage.CreateSnapshot(ctx, kind, key, parent, opts...)
+		if err != nil {
+			return fmt.Errorf("create snapshot %s: %w", key, err)
+		}
+		dir := s.dir(sn.ID)
+		if err := os.Mkdir(dir, 0o700); err != nil {
+			return fmt.Errorf("create snapshot directory %s: %w", dir, err)
+		}
+		defer func() {
+			// The transaction is rolled back on error, so the directory
+			// must go with it.
+			if err != nil {
+				if rmErr := os.RemoveAll(dir); rmErr != nil {
+					log.G(ctx).WithError(rmErr).WithField("dir", dir).Warn("remove directory of failed snapshot")
+				}
+			}
+		}()
+
+		switch {
+		case kind == snapshots.KindView || isUnpack(key):
+			// A view needs nothing of its own. An unpack snapshot stays
+			// empty until the differ imports a layer into it; making a
+			// scratch for it would only be thrown away.
+			return nil
+		case len(sn.ParentIDs) == 0:
+			// A new base layer: valid base layers have Files\.
+			if err := os.Mkdir(filepath.Join(dir, "Files"), 0o700); err != nil {
+				return fmt.Errorf("create Files in snapshot %s: %w", key, err)
+			}
+			return nil
+		}
+
+		var info snapshots.Info
+		for _, o := range opts {
+			if err := o(&info); err != nil {
+				return err
+			}
+		}
+		size, err := scratchSize(info.Labels)
+		if err != nil {
+			return err
+		}
+		if err := createScratch(ctx, dir, s.dirs(sn.ParentIDs), size); err != nil {
+			return fmt.Errorf("create scratch for snapshot %s: %w", key, err)
+		}
+		return nil
+	})
+	if err != nil {
+		return nil, err
+	}
+	return s.mounts(sn), nil
+}
+
+// scratchSize reads the requested scratch size from the labels; 0 means the
+// base layer's default.
+func scratchSize(labels map[string]string) (uint64, error) {
+	if v, ok := labels[rootfsSizeBytesLabel]; ok {
+		n, err := strconv.ParseUint(v, 10, 64)
+		if err != nil {
+			return 0, fmt.Errorf("label %s=%q is not a size in bytes: %w", rootfsSizeBytesLabel, v, errdefs.ErrInvalidArgument)
+		}
+		return n, nil
+	}
+	if v, ok := labels[rootfsSizeGBLabel]; ok {
+		n, err := strconv.ParseUint(v, 10, 32)
+		if err != nil {
+			return 0, fmt.Errorf("label %s=%q is not a size in GB: %w", rootfsSizeGBLabel, v, errdefs.ErrInvalidArgument)
+		}
+		return n << 30, nil
+	}
+	return 0, nil
+}
+
+// Commit turns the active snapshot key into the committed snapshot name.
+func (s *Snapshotter) Commit(ctx context.Context, name, key string, opts ...snapshots.Opt) error {
+	return s.ms.WithTransaction(ctx, true, func(ctx context.Context) error {
+		sn, err := storage.GetSnapshot(ctx, key)
+		if err != nil {
+			return fmt.Errorf("commit snapshot %s: %w", key, err)
+		}
+		if sn.Kind != snapshots.KindActive {
+			return fmt.Errorf("commit snapshot %s: only active snapshots can be committed: %w", key, errdefs.ErrFailedPrecondition)
+		}
+		dir := s.dir(sn.ID)
+		// A layer the differ imported is final already; a base layer or a
+		// scratch written in place must be turned into a read-only layer.
+		if !isUnpack(key) {
+			if err := commitLayer(ctx, dir, s.dirs(sn.ParentIDs)); err != nil {
+				return fmt.Errorf("commit snapshot %s: %w", key, err)
+			}
+		}
+		usage, err := fs.DiskUsage(ctx, dir)
+		if err != nil {
+			return fmt.Errorf("measure usage of snapshot %s: %w", key, err)
+		}
+		if _, err := storage.CommitActive(ctx, key, name, snapshots.Usage(usage), opts...); err != nil {
+			return fmt.Errorf("commit snapshot %s as %s: %w", key, name, err)
+		}
+		return nil
+	})
+}
+
+// Remove deletes the snapshot key. The directory is renamed to rm-<id>
+// inside the metadata transaction, so no half-deleted snapshot is ever
+// visible; it is destroyed after the transaction, and a failure there only
+// leaves an rm- directory that Cleanup destroys later.
+func (s *Snapshotter) Remove(ctx context.Context, key string) error {
+	var dir, removed string
+	err := s.ms.WithTransaction(ctx, true, func(ctx context.Context) error {
+		id, _, err := storage.Remove(ctx, key)
+		if err != nil {
+			return fmt.Errorf("remove snapshot %s: %w", key, err)
+		}
+		dir, removed = s.dir(id), s.dir(removedPrefix+id)
+		if err := os.Rename(dir, removed); err != nil {
+			if errors.Is(err, os.ErrNotExist) {
+				removed = ""
+				return nil
+			}
+			return fmt.Errorf("remove snapshot %s: %w", key, err)
+		}
+		return nil
+	})
+	if err != nil {
+		if removed != "" && dir != "" {
+			// The rename happened but the transaction did not commit: put
+			// the directory back so metadata and disk agree.
+			if _, statErr := os.Stat(removed); statErr == nil {
+				if rbErr := os.Rename(removed, dir); rbErr != nil {
+					log.G(ctx).WithError(rbErr).WithField("dir", removed).Error("restore directory after failed remove")
+				}
+			}
+		}
+		return err
+	}
+	if removed != "" {
+		if err := destroyLayer(ctx, removed); err != nil {
+			log.G(ctx).WithError(err).WithField("dir", removed).Warn("destroy removed snapshot; it will be retried at the next cleanup")
+		}
+	}
+	return nil
+}
+
+// Cleanup destroys every snapshot directory the metadata does not know: rm-
+// directories whose destruction failed, and directories of snapshots whose
+// creation was cut short by a crash.
+//
+// The listing runs in a write transaction: snapshots are created inside write
+// transactions too, so none can be half made while Cleanup looks.
+func (s *Snapshotter) Cleanup(ctx context.Context) error {
+	var doomed []string
+	err := s.ms.WithTransaction(ctx, true, func(ctx context.Context) error {
+		known, err := storage.IDMap(ctx)
+		if errdefs.IsNotFound(err) {
+			// A new store has no buckets yet: no snapshots.
+			err = nil
+		}
+		if err != nil {
+			return fmt.Errorf("list snapshots: %w", err)
+		}
+		entries, err := os.ReadDir(filepath.Join(s.root, "snapshots"))
+		if err != nil {
+			return fmt.Errorf("list snapshot directories: %w", err)
+		}
+		for _, e := range entries {
+			name := e.Name()
+			if _, ok := known[name]; ok {
+				continue
+			}
+			if !strings.HasPrefix(name, removedPrefix) {
+				// Mark it removed first, so a crash during the destroy
+				// below leaves a name that says what it is.
+				if err := os.Rename(s.dir(name), s.dir(removedPrefix+name)); err == nil {
+					name = removedPrefix + name
+				}
+			}
+			doomed = append(doomed, s.dir(name))
+		}
+		return nil
+	})
+	if err != nil {
+		return err
+	}
+	var errs []error
+	for _, dir := range doomed {
+		log.G(ctx).WithField("dir", dir).Info("destroying leftover snapshot directory")
+		if err := destroyLayer(ctx, dir); err != nil {
+			errs = append(errs, fmt.Errorf("destroy leftover %s: %w", dir, err))
+		}
+	}
+	return errors.Join(errs...)
+}
+
+// Close closes the metadata store.
+func (s *Snapshotter) Close() error {
+	return s.ms.Close()
+}
