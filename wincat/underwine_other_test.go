@@ -1,0 +1,5 @@
+//go:build !windows
+
+package wincat
+
+func underWine() bool { return false }
