@@ -19,13 +19,14 @@ import (
 // The emulation does not enforce the scratch size label: a directory has no
 // size of its own.
 
+// The directories of an emulation scratch, named for the shim's overlay mount.
 const (
-	scratchUpper = "Files"
-	scratchWork  = "work"
+	ScratchUpper = "Files"
+	ScratchWork  = "work"
 )
 
 func createScratch(ctx context.Context, dir string, parents []string, size uint64) error {
-	for _, d := range []string{scratchUpper, scratchWork} {
+	for _, d := range []string{ScratchUpper, ScratchWork} {
 		if err := os.Mkdir(filepath.Join(dir, d), 0o700); err != nil {
 			return fmt.Errorf("create scratch: %w", err)
 		}
@@ -34,7 +35,7 @@ func createScratch(ctx context.Context, dir string, parents []string, size uint6
 }
 
 func commitLayer(ctx context.Context, dir string, parents []string) error {
-	if err := os.RemoveAll(filepath.Join(dir, scratchWork)); err != nil {
+	if err := os.RemoveAll(filepath.Join(dir, ScratchWork)); err != nil {
 		return fmt.Errorf("drop overlay work directory of %s: %w", dir, err)
 	}
 	return nil

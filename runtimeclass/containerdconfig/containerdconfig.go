@@ -1,0 +1,179 @@
+// Package containerdconfig writes the containerd config.toml (version 3)
+// that registers winproc on a node: the runtime handler, the windowsfilter
+// snapshotter and differ as proxy plugins, the image platform of the handler,
+// and the transfer service's unpack rule for Windows layers.
+//
+// The same generator serves Windows nodes (named pipes, C:\ paths) and the
+// Linux emulation (unix sockets); the integration tests start the real
+// containerd with its output, so what operators get is what is tested.
+package containerdconfig
+
+import (
+	"bytes"
+	"fmt"
+
+	"github.com/pelletier/go-toml/v2"
+
+	"github.com/winproc/winproc/shim/options"
+)
+
+// Names under which the snapshotter and differ are registered, and the
+// runtime type containerd maps to containerd-shim-winproc-v2.
+const (
+	Snapshotter = "windowsfilter"
+	Differ      = "windowsfilter-diff"
+	RuntimeType = "io.containerd.winproc.v2"
+	Platform    = "windows/amd64"
+)
+
+// Annotations every handler passes through to the shim: the pod's
+// compute-system settings that Kubernetes and operators set as annotations.
+var (
+	podAnnotations       = []string{"io.microsoft.*", "winproc.io/*"}
+	containerAnnotations = []string{"io.microsoft.*", "winproc.io/*"}
+)
+
+// Node describes one node's containerd and winproc.
+type Node struct {
+	// OS is the node's operating system: "windows", or "linux" for the
+	// emulation.
+	OS string
+	// Root, State and Address place containerd itself; leave them empty
+	// for a fragment merged into an existing config.
+	Root, State, Address string
+	// SnapshotterAddress is where winproc-snapshotter listens.
+	SnapshotterAddress string
+	// Handler is the runtime handler name RuntimeClasses refer to.
+	Handler string
+	// Sandboxer is "shim" (the shim owns the pod and its pause container)
+	// or "podsandbox" (containerd creates the pause container as a task).
+	Sandboxer string
+	// Options are the shim's runtime options.
+	Options options.Options
+}
+
+// Windows returns the usual settings of a Windows node.
+func Windows() Node {
+	return Node{
+		OS:                 "windows",
+		SnapshotterAddress: `\\.\pipe\winproc-snapshotter`,
+		Handler:            "winproc",
+		Sandboxer:          "shim",
+	}
+}
+
+type file struct {
+	Version      int                    `toml:"version"`
+	Root         string                 `toml:"root,omitempty"`
+	State        string                 `toml:"state,omitempty"`
+	GRPC         *grpcSection           `toml:"grpc,omitempty"`
+	ProxyPlugins map[string]proxyPlugin `toml:"proxy_plugins"`
+	Plugins      map[string]any         `toml:"plugins"`
+}
+
+type grpcSection struct {
+	Address string `toml:"address"`
+}
+
+type proxyPlugin struct {
+	Type     string `toml:"type"`
+	Address  string `toml:"address"`
+	Platform string `toml:"platform"`
+}
+
+type runtime struct {
+	RuntimeType          string          `toml:"runtime_type"`
+	Sandboxer            string          `toml:"sandboxer"`
+	Snapshotter          string          `toml:"snapshotter"`
+	PodAnnotations       []string        `toml:"pod_annotations"`
+	ContainerAnnotations []string        `toml:"container_annotations"`
+	Options              options.Options `toml:"options"`
+}
+
+type imagePlatform struct {
+	Platform    string `toml:"platform"`
+	Snapshotter string `toml:"snapshotter"`
+}
+
+type unpackRule struct {
+	Platform    string `toml:"platform"`
+	Snapshotter string `toml:"snapshotter"`
+	Differ      string `toml:"differ"`
+}
+
+// Generate returns the config as TOML.
+func Generate(n Node) ([]byte, error) {
+	if n.Handler == "" {
+		return nil, fmt.Errorf("containerd config: a runtime handler name is required")
+	}
+	if n.SnapshotterAddress == "" {
+		return nil, fmt.Errorf("containerd config: the snapshotter address is required")
+	}
+	// containerd's own differ for the node, tried after ours.
+	var platformDiffer string
+	switch n.OS {
+	case "windows":
+		platformDiffer = "windows"
+	case "linux":
+		platformDiffer = "walking"
+	default:
+		return nil, fmt.Errorf("containerd config: node OS %q: use \"windows\" or \"linux\"", n.OS)
+	}
+	switch n.Sandboxer {
+	case "shim", "podsandbox":
+	default:
+		return nil, fmt.Errorf("containerd config: sandboxer %q: use \"shim\" or \"podsandbox\"", n.Sandboxer)
+	}
+
+	f := file{
+		Version: 3,
+		Root:    n.Root,
+		State:   n.State,
+		ProxyPlugins: map[string]proxyPlugin{
+			Snapshotter: {Type: "snapshot", Address: n.SnapshotterAddress, Platform: Platform},
+			Differ:      {Type: "diff", Address: n.SnapshotterAddress, Platform: Platform},
+		},
+		Plugins: map[string]any{
+			"io.containerd.cri.v1.runtime": map[string]any{
+				"containerd": map[string]any{
+					"runtimes": map[string]runtime{
+						n.Handler: {
+							RuntimeType:          RuntimeType,
+							Sandboxer:            n.Sandboxer,
+							Snapshotter:          Snapshotter,
+							PodAnnotations:       podAnnotations,
+							ContainerAnnotations: containerAnnotations,
+							Options:              n.Options,
+						},
+					},
+				},
+			},
+			"io.containerd.cri.v1.images": map[string]any{
+				"runtime_platforms": map[string]imagePlatform{
+					n.Handler: {Platform: Platform, Snapshotter: Snapshotter},
+				},
+			},
+			// Pulls through the transfer service (ctr, CRI) unpack Windows
+			// layers with our snapshotter and differ.
+			"io.containerd.transfer.v1.local": map[string]any{
+				"unpack_config": []unpackRule{{Platform: Platform, Snapshotter: Snapshotter, Differ: Differ}},
+			},
+			// Client-side unpacks go through the diff service: ours first
+			// (it declines mounts that are not Windows layers), then the
+			// platform's own.
+			"io.containerd.service.v1.diff-service": map[string]any{
+				"default": []string{Differ, platformDiffer},
+			},
+		},
+	}
+	if n.Address != "" {
+		f.GRPC = &grpcSection{Address: n.Address}
+	}
+	var buf bytes.Buffer
+	enc := toml.NewEncoder(&buf)
+	enc.SetIndentTables(true)
+	if err := enc.Encode(f); err != nil {
+		return nil, fmt.Errorf("containerd config: %w", err)
+	}
+	return buf.Bytes(), nil
+}

@@ -1,0 +1,132 @@
+package containerdconfig
+
+import (
+	"strings"
+	"testing"
+
+	"github.com/pelletier/go-toml/v2"
+
+	"github.com/winproc/winproc/shim/options"
+)
+
+func TestGenerateWindowsNode(t *testing.T) {
+	n := Windows()
+	n.Options = options.Options{PauseImage: "example/pause:ltsc2022", ScratchSizeBytes: 1 << 30}
+	out, err := Generate(n)
+	if err != nil {
+		t.Fatal(err)
+	}
+
+	// Read it back as containerd would: a generic TOML tree.
+	var tree map[string]any
+	if err := toml.Unmarshal(out, &tree); err != nil {
+		t.Fatalf("generated config is not TOML: %v\n%s", err, out)
+	}
+	checks := []struct {
+		path []string
+		want any
+	}{
+		{[]string{"version"}, int64(3)},
+		{[]string{"proxy_plugins", "windowsfilter", "type"}, "snapshot"},
+		{[]string{"proxy_plugins", "windowsfilter", "address"}, `\\.\pipe\winproc-snapshotter`},
+		{[]string{"proxy_plugins", "windowsfilter", "platform"}, "windows/amd64"},
+		{[]string{"proxy_plugins", "windowsfilter-diff", "type"}, "diff"},
+		{[]string{"plugins", "io.containerd.cri.v1.runtime", "containerd", "runtimes", "winproc", "runtime_type"}, "io.containerd.winproc.v2"},
+		{[]string{"plugins", "io.containerd.cri.v1.runtime", "containerd", "runtimes", "winproc", "sandboxer"}, "shim"},
+		{[]string{"plugins", "io.containerd.cri.v1.runtime", "containerd", "runtimes", "winproc", "snapshotter"}, "windowsfilter"},
+		{[]string{"plugins", "io.containerd.cri.v1.runtime", "containerd", "runtimes", "winproc", "options", "pause_image"}, "example/pause:ltsc2022"},
+		{[]string{"plugins", "io.containerd.cri.v1.runtime", "containerd", "runtimes", "winproc", "options", "scratch_size_bytes"}, int64(1 << 30)},
+		{[]string{"plugins", "io.containerd.cri.v1.images", "runtime_platforms", "winproc", "platform"}, "windows/amd64"},
+		{[]string{"plugins", "io.containerd.cri.v1.images", "runtime_platforms", "winproc", "snapshotter"}, "windowsfilter"},
+	}
+	for _, c := range checks {
+		if got := lookup(tree, c.path); got != c.want {
+			t.Errorf("%s = %#v, want %#v", strings.Join(c.path, "."), got, c.want)
+		}
+	}
+	unpack := lookup(tree, []string{"plugins", "io.containerd.transfer.v1.local", "unpack_config"}).([]any)
+	rule := unpack[0].(map[string]any)
+	if len(unpack) != 1 || rule["platform"] != "windows/amd64" || rule["snapshotter"] != "windowsfilter" || rule["differ"] != "windowsfilter-diff" {
+		t.Errorf("unpack_config = %v", unpack)
+	}
+	differs := lookup(tree, []string{"plugins", "io.containerd.service.v1.diff-service", "default"}).([]any)
+	if len(differs) != 2 || differs[0] != "windowsfilter-diff" || differs[1] != "windows" {
+		t.Errorf("diff-service default = %v, want [windowsfilter-diff windows]", differs)
+	}
+	if _, ok := tree["grpc"]; ok {
+		t.Error("a fragment must not move containerd's own socket")
+	}
+
+	// The options table is what the shim decodes.
+	body, err := toml.Marshal(lookup(tree, []string{"plugins", "io.containerd.cri.v1.runtime", "containerd", "runtimes", "winproc", "options"}))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if o, err := options.Decode(body); err != nil || o != n.Options {
+		t.Errorf("shim decodes the options table as %+v, %v; want %+v", o, err, n.Options)
+	}
+}
+
+func TestGenerateEmulationNode(t *testing.T) {
+	out, err := Generate(Node{
+		OS: "linux", Root: "/tmp/c/root", State: "/tmp/c/state", Address: "/tmp/c/containerd.sock",
+		SnapshotterAddress: "/tmp/c/snapshotter.sock", Handler: "winproc-test", Sandboxer: "podsandbox",
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var tree map[string]any
+	if err := toml.Unmarshal(out, &tree); err != nil {
+		t.Fatal(err)
+	}
+	checks := []struct {
+		path []string
+		want any
+	}{
+		{[]string{"root"}, "/tmp/c/root"},
+		{[]string{"state"}, "/tmp/c/state"},
+		{[]string{"grpc", "address"}, "/tmp/c/containerd.sock"},
+		{[]string{"proxy_plugins", "windowsfilter", "address"}, "/tmp/c/snapshotter.sock"},
+		{[]string{"plugins", "io.containerd.cri.v1.runtime", "containerd", "runtimes", "winproc-test", "sandboxer"}, "podsandbox"},
+	}
+	for _, c := range checks {
+		if got := lookup(tree, c.path); got != c.want {
+			t.Errorf("%s = %#v, want %#v", strings.Join(c.path, "."), got, c.want)
+		}
+	}
+	differs := lookup(tree, []string{"plugins", "io.containerd.service.v1.diff-service", "default"}).([]any)
+	if differs[1] != "walking" {
+		t.Errorf("platform differ on linux = %v, want walking", differs[1])
+	}
+}
+
+func TestGenerateRejects(t *testing.T) {
+	good := Windows()
+	tests := map[string]func(*Node){
+		"no handler":     func(n *Node) { n.Handler = "" },
+		"no snapshotter": func(n *Node) { n.SnapshotterAddress = "" },
+		"bad sandboxer":  func(n *Node) { n.Sandboxer = "vm" },
+		"bad OS":         func(n *Node) { n.OS = "darwin" },
+	}
+	for name, mutate := range tests {
+		t.Run(name, func(t *testing.T) {
+			n := good
+			mutate(&n)
+			if _, err := Generate(n); err == nil {
+				t.Fatal("Generate accepted it")
+			}
+		})
+	}
+}
+
+func lookup(tree map[string]any, path []string) any {
+	var cur any = tree
+	for _, k := range path {
+		m, ok := cur.(map[string]any)
+		if !ok {
+			return nil
+		}
+		cur = m[k]
+	}
+	return cur
+}

@@ -1,0 +1,50 @@
+// Package options is the shim's runtime options: the table an operator
+// writes under the winproc handler in containerd's config.toml,
+//
+//	[plugins.'io.containerd.cri.v1.runtime'.containerd.runtimes.winproc.options]
+//	  pause_image = "registry.example/pause:ltsc2022"
+//	  scratch_size_bytes = 21474836480
+//
+// containerd does not know our runtime type, so it passes the table on as a
+// runtimeoptions.v1.Options whose ConfigBody holds it as TOML.
+package options
+
+import (
+	"bytes"
+	"fmt"
+
+	"github.com/containerd/errdefs"
+	"github.com/pelletier/go-toml/v2"
+)
+
+// DefaultPauseImage is the pause image a pod uses when the handler names
+// none: the Windows Server 2022 build of Kubernetes' pause image.
+const DefaultPauseImage = "registry.k8s.io/pause:3.10"
+
+// Options configures the shim for one runtime handler.
+type Options struct {
+	// PauseImage is the image of the pod's infrastructure container when
+	// the shim owns the pod (sandboxer = "shim").
+	PauseImage string `toml:"pause_image,omitempty"`
+	// ScratchSizeBytes is the size of each container's scratch layer; 0
+	// keeps the base layer's default (20 GB on Windows).
+	ScratchSizeBytes uint64 `toml:"scratch_size_bytes,omitempty"`
+}
+
+// Decode reads options from the TOML body containerd passes; an empty body
+// is the defaults. Unknown keys are refused, so a misspelt option is not
+// silently ignored.
+func Decode(body []byte) (Options, error) {
+	var o Options
+	if len(body) > 0 {
+		dec := toml.NewDecoder(bytes.NewReader(body))
+		dec.DisallowUnknownFields()
+		if err := dec.Decode(&o); err != nil {
+			return Options{}, fmt.Errorf("decode winproc runtime options: %w: %w", err, errdefs.ErrInvalidArgument)
+		}
+	}
+	if o.PauseImage == "" {
+		o.PauseImage = DefaultPauseImage
+	}
+	return o, nil
+}

@@ -1,0 +1,314 @@
+//go:build linux
+
+// These tests drive the emulation importer and exporter; on Windows the
+// differ calls HCS.
+
+package differ
+
+import (
+	"bytes"
+	"compress/gzip"
+	"context"
+	"encoding/json"
+	"errors"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/containerd/containerd/v2/core/content"
+	"github.com/containerd/containerd/v2/core/images"
+	"github.com/containerd/containerd/v2/core/mount"
+	"github.com/containerd/containerd/v2/pkg/labels"
+	"github.com/containerd/containerd/v2/plugins/content/local"
+	"github.com/containerd/errdefs"
+	"github.com/opencontainers/go-digest"
+	ocispec "github.com/opencontainers/image-spec/specs-go/v1"
+
+	"github.com/winproc/winproc/snapshotter"
+	"github.com/winproc/winproc/snapshotter/layermount"
+	"github.com/winproc/winproc/snapshotter/wclayer"
+	"github.com/winproc/winproc/winbuild"
+)
+
+var host = winbuild.Version{Major: 10, Minor: 0, Build: 20348, Revision: 1}
+
+// imageRecords is the image store at the seam: names of image targets.
+type imageRecords map[digest.Digest]string
+
+func (r imageRecords) List(_ context.Context, filters ...string) ([]images.Image, error) {
+	var out []images.Image
+	for _, f := range filters {
+		if name, ok := r[digest.Digest(strings.TrimPrefix(f, "target.digest=="))]; ok {
+			out = append(out, images.Image{Name: name})
+		}
+	}
+	return out, nil
+}
+
+// memoryLabels keeps content labels, which containerd keeps in its metadata
+// store, in memory.
+type memoryLabels map[digest.Digest]map[string]string
+
+func (m memoryLabels) Get(d digest.Digest) (map[string]string, error) { return m[d], nil }
+
+func (m memoryLabels) Set(d digest.Digest, l map[string]string) error {
+	m[d] = l
+	return nil
+}
+
+func (m memoryLabels) Update(d digest.Digest, update map[string]string) (map[string]string, error) {
+	if m[d] == nil {
+		m[d] = map[string]string{}
+	}
+	for k, v := range update {
+		if v == "" {
+			delete(m[d], k)
+		} else {
+			m[d][k] = v
+		}
+	}
+	return m[d], nil
+}
+
+type fixture struct {
+	ctx     context.Context
+	store   content.Store
+	sn      *snapshotter.Snapshotter
+	differ  *Differ
+	records imageRecords
+}
+
+func newFixture(t *testing.T) *fixture {
+	t.Helper()
+	store, err := local.NewLabeledStore(t.TempDir(), memoryLabels{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx := context.Background()
+	sn, err := snapshotter.New(ctx, t.TempDir())
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { sn.Close() })
+	records := imageRecords{}
+	return &fixture{ctx: ctx, store: store, sn: sn, differ: New(store, records, host), records: records}
+}
+
+func (f *fixture) write(t *testing.T, mediaType string, b []byte, lbls map[string]string) ocispec.Descriptor {
+	t.Helper()
+	desc := ocispec.Descriptor{MediaType: mediaType, Digest: digest.FromBytes(b), Size: int64(len(b))}
+	if err := content.WriteBlob(f.ctx, f.store, desc.Digest.String(), bytes.NewReader(b), desc, content.WithLabels(lbls)); err != nil {
+		t.Fatal(err)
+	}
+	return desc
+}
+
+// layer builds a gzip Windows-format layer holding files and returns its
+// descriptor and the digest of the uncompressed tar (its diff ID).
+func (f *fixture) layer(t *testing.T, files map[string]string) (ocispec.Descriptor, digest.Digest) {
+	t.Helper()
+	src := t.TempDir()
+	for name, body := range files {
+		p := filepath.Join(src, filepath.FromSlash(name))
+		if err := os.MkdirAll(filepath.Dir(p), 0o755); err != nil {
+			t.Fatal(err)
+		}
+		if err := os.WriteFile(p, []byte(body), 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	var tarball, gz bytes.Buffer
+	if err := wclayer.FromTree(f.ctx, &tarball, src); err != nil {
+		t.Fatal(err)
+	}
+	zw := gzip.NewWriter(&gz)
+	zw.Write(tarball.Bytes())
+	zw.Close()
+	return f.write(t, ocispec.MediaTypeImageLayerGzip, gz.Bytes(), nil), digest.FromBytes(tarball.Bytes())
+}
+
+// image records a manifest listing layer, with a config for osVersion, the
+// way containerd's pull and import label them.
+func (f *fixture) image(t *testing.T, name, osVersion string, layer ocispec.Descriptor) {
+	t.Helper()
+	cfg, _ := json.Marshal(ocispec.Image{Platform: ocispec.Platform{OS: "windows", Architecture: "amd64", OSVersion: osVersion}})
+	cfgDesc := f.write(t, ocispec.MediaTypeImageConfig, cfg, nil)
+	m, _ := json.Marshal(ocispec.Manifest{Config: cfgDesc, Layers: []ocispec.Descriptor{layer}})
+	mDesc := f.write(t, ocispec.MediaTypeImageManifest, m, map[string]string{
+		gcConfigLabel:       cfgDesc.Digest.String(),
+		gcLayerPrefix + "0": layer.Digest.String(),
+	})
+	f.records[mDesc.Digest] = name
+}
+
+func (f *fixture) unpackMounts(t *testing.T, key string) []mount.Mount {
+	t.Helper()
+	mounts, err := f.sn.Prepare(f.ctx, "extract-"+key, "")
+	if err != nil {
+		t.Fatal(err)
+	}
+	return mounts
+}
+
+func TestApply(t *testing.T) {
+	f := newFixture(t)
+	desc, diffID := f.layer(t, map[string]string{"Windows/System32/hello.txt": "hello"})
+	f.image(t, "example/app:1.0", "10.0.20348.1", desc)
+	mounts := f.unpackMounts(t, "1")
+
+	applied, err := f.differ.Apply(f.ctx, desc, mounts)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if applied.Digest != diffID || applied.MediaType != ocispec.MediaTypeImageLayer {
+		t.Errorf("Apply = %+v, want the uncompressed layer %s", applied, diffID)
+	}
+	l, _ := layermount.Decode(mounts)
+	b, err := os.ReadFile(filepath.Join(l.Path, "Files", "Windows", "System32", "hello.txt"))
+	if err != nil || string(b) != "hello" {
+		t.Errorf("imported file: %q, %v", b, err)
+	}
+}
+
+func TestApplyBuildCheck(t *testing.T) {
+	tests := []struct {
+		name     string
+		images   map[string]string // image name → os.version of images sharing the layer
+		wantErr  string
+		refusing bool
+	}{
+		{name: "compatible", images: map[string]string{"example/app:1.0": "10.0.20348.2227"}},
+		{name: "no image claims the layer", images: nil},
+		{name: "no os.version", images: map[string]string{"example/old:1": ""}},
+		{name: "one of two compatible", images: map[string]string{"example/a:2019": "10.0.17763.1", "example/a:2022": "10.0.20348.1"}},
+		{
+			name:     "ltsc2019 on ltsc2022",
+			images:   map[string]string{"example/app:1.0": "10.0.17763.5820"},
+			refusing: true,
+			wantErr:  `image "example/app:1.0" is built for 10.0.17763 (ltsc2019); this host is 10.0.20348 (ltsc2022); process isolation needs an image for 10.0.20348 (ltsc2022)`,
+		},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			f := newFixture(t)
+			desc, _ := f.layer(t, map[string]string{"a.txt": tc.name})
+			for name, v := range tc.images {
+				f.image(t, name, v, desc)
+			}
+			mounts := f.unpackMounts(t, "1")
+			_, err := f.differ.Apply(f.ctx, desc, mounts)
+			if !tc.refusing {
+				if err != nil {
+					t.Fatalf("Apply: %v", err)
+				}
+				return
+			}
+			var mismatch *winbuild.MismatchError
+			if !errors.As(err, &mismatch) || !errdefs.IsFailedPrecondition(err) {
+				t.Fatalf("Apply: %v, want a build mismatch (FailedPrecondition)", err)
+			}
+			if err.Error() != tc.wantErr {
+				t.Errorf("message:\n got %s\nwant %s", err, tc.wantErr)
+			}
+			l, _ := layermount.Decode(mounts)
+			if entries, _ := os.ReadDir(l.Path); len(entries) != 0 {
+				t.Errorf("refused layer wrote %d entries into the snapshot", len(entries))
+			}
+		})
+	}
+}
+
+func TestApplyRejects(t *testing.T) {
+	f := newFixture(t)
+	desc, _ := f.layer(t, map[string]string{"a": "a"})
+	rw := f.unpackMounts(t, "1")
+	ro := []mount.Mount{layermount.Layer{Path: t.TempDir(), ReadOnly: true}.Mount()}
+	tests := []struct {
+		name   string
+		desc   ocispec.Descriptor
+		mounts []mount.Mount
+		is     func(error) bool
+	}{
+		{"overlay mount", desc, []mount.Mount{{Type: "overlay", Source: "overlay"}}, errdefs.IsNotImplemented},
+		{"read-only target", desc, ro, errdefs.IsInvalidArgument},
+		{"unknown media type", ocispec.Descriptor{MediaType: "application/x-foo", Digest: desc.Digest, Size: desc.Size}, rw, errdefs.IsNotImplemented},
+		{"blob not in store", ocispec.Descriptor{MediaType: desc.MediaType, Digest: digest.FromString("missing"), Size: 1}, rw, errdefs.IsNotFound},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			if _, err := f.differ.Apply(f.ctx, tc.desc, tc.mounts); !tc.is(err) {
+				t.Fatalf("Apply: %v", err)
+			}
+		})
+	}
+}
+
+func TestCompareRoundTrip(t *testing.T) {
+	f := newFixture(t)
+	desc, _ := f.layer(t, map[string]string{"keep.txt": "keep", "gone.txt": "gone"})
+	mounts := f.unpackMounts(t, "base")
+	if _, err := f.differ.Apply(f.ctx, desc, mounts); err != nil {
+		t.Fatal(err)
+	}
+	if err := f.sn.Commit(f.ctx, "base", "extract-base"); err != nil {
+		t.Fatal(err)
+	}
+
+	// A container changes its scratch: a new file and, as overlayfs records
+	// a deletion, a whiteout.
+	upper, err := f.sn.Prepare(f.ctx, "container", "base")
+	if err != nil {
+		t.Fatal(err)
+	}
+	scratch, _ := layermount.Decode(upper)
+	if err := os.WriteFile(filepath.Join(scratch.Path, "Files", "new.txt"), []byte("new"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	whiteout(t, filepath.Join(scratch.Path, "Files", "gone.txt"))
+	lower, err := f.sn.View(f.ctx, "lower", "base")
+	if err != nil {
+		t.Fatal(err)
+	}
+
+	diff, err := f.differ.Compare(f.ctx, lower, upper)
+	if err != nil {
+		t.Fatal(err)
+	}
+	info, err := f.store.Info(f.ctx, diff.Digest)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if diff.MediaType != ocispec.MediaTypeImageLayerGzip || info.Labels[labels.LabelUncompressed] == "" {
+		t.Errorf("diff %+v with labels %v, want a gzip layer labelled with its uncompressed digest", diff, info.Labels)
+	}
+
+	// Applying the diff on the same base gives the container's view.
+	target, err := f.sn.Prepare(f.ctx, "extract-diff", "base")
+	if err != nil {
+		t.Fatal(err)
+	}
+	applied, err := f.differ.Apply(f.ctx, diff, target)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if applied.Digest.String() != info.Labels[labels.LabelUncompressed] {
+		t.Errorf("applied diff ID %s, labelled %s", applied.Digest, info.Labels[labels.LabelUncompressed])
+	}
+	l, _ := layermount.Decode(target)
+	if b, err := os.ReadFile(filepath.Join(l.Path, "Files", "new.txt")); err != nil || string(b) != "new" {
+		t.Errorf("new.txt in applied diff: %q, %v", b, err)
+	}
+	if fi, err := os.Lstat(filepath.Join(l.Path, "Files", "gone.txt")); err != nil || fi.Mode()&os.ModeCharDevice == 0 {
+		t.Errorf("gone.txt in applied diff is not a whiteout: %v, %v", fi, err)
+	}
+}
+
+func TestCompareRejectsUnrelatedLayers(t *testing.T) {
+	f := newFixture(t)
+	upper := []mount.Mount{layermount.Layer{Path: "/s/3", Parents: []string{"/s/2"}}.Mount()}
+	lower := []mount.Mount{layermount.Layer{Path: "/s/9", ReadOnly: true, Parents: []string{"/s/1"}}.Mount()}
+	if _, err := f.differ.Compare(f.ctx, lower, upper); !errdefs.IsInvalidArgument(err) {
+		t.Fatalf("Compare: %v, want InvalidArgument", err)
+	}
+}

@@ -1,0 +1,27 @@
+//go:build !windows
+
+package differ
+
+import (
+	"context"
+	"errors"
+	"io"
+	"os"
+	"path/filepath"
+
+	"github.com/winproc/winproc/snapshotter"
+	"github.com/winproc/winproc/snapshotter/layermount"
+	"github.com/winproc/winproc/snapshotter/wclayer"
+)
+
+// exportLayer writes the layer's changes. A container's scratch (its
+// overlay work directory still present) is an overlay upper directory; a
+// committed layer is what the importer wrote, metadata sidecar included.
+func exportLayer(ctx context.Context, w io.Writer, layer layermount.Layer) error {
+	if _, err := os.Stat(filepath.Join(layer.Path, snapshotter.ScratchWork)); err == nil {
+		return wclayer.ExportDiff(ctx, w, filepath.Join(layer.Path, snapshotter.ScratchUpper))
+	} else if !errors.Is(err, os.ErrNotExist) {
+		return err
+	}
+	return wclayer.Export(ctx, w, layer.Path)
+}
