@@ -1,0 +1,240 @@
+// Package node runs an emulated Windows node for integration tests: the
+// pinned containerd, configured by the project's own config generator, with
+// winproc-snapshotter serving the windowsfilter snapshotter and differ.
+// Everything it starts lives in one temporary directory and is stopped,
+// unmounted and removed when the test ends, pass or fail.
+package node
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"fmt"
+	"net"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"sync"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/winproc/winproc/runtimeclass/containerdconfig"
+)
+
+// ToolsEnv names the directory holding containerd, ctr and crictl (built by
+// `make tools`); without it the integration tests skip.
+const ToolsEnv = "WINPROC_TOOLS"
+
+// Namespace is the containerd namespace CRI uses, and so the tests.
+const Namespace = "k8s.io"
+
+// HostBuild is the Windows build the emulated node claims.
+const HostBuild = "10.0.20348"
+
+// Node is a running emulated node.
+type Node struct {
+	Dir                string // everything of this node lives below Dir
+	Tools              string
+	Address            string // containerd's socket
+	SnapshotterAddress string
+	SnapshotterRoot    string
+	ConfigPath         string
+	containerdLog      *logFile
+}
+
+// Start brings up containerd and the snapshotter. bins holds the project's
+// binaries (winproc-snapshotter) built for this test run.
+func Start(t *testing.T, bins string) *Node {
+	t.Helper()
+	tools := os.Getenv(ToolsEnv)
+	if tools == "" {
+		t.Skipf("%s is not set: run through `make test`, or point it at a directory holding containerd, ctr and crictl (`make tools`)", ToolsEnv)
+	}
+	// Unix socket paths are limited to 108 bytes: keep the directory short.
+	dir, err := os.MkdirTemp("", "wpn-")
+	if err != nil {
+		t.Fatal(err)
+	}
+	n := &Node{
+		Dir:                dir,
+		Tools:              tools,
+		Address:            filepath.Join(dir, "containerd.sock"),
+		SnapshotterAddress: filepath.Join(dir, "snapshotter.sock"),
+		SnapshotterRoot:    filepath.Join(dir, "snapshotter"),
+		ConfigPath:         filepath.Join(dir, "config.toml"),
+	}
+	t.Cleanup(func() { n.cleanupDir(t) })
+
+	config, err := containerdconfig.Generate(containerdconfig.Node{
+		OS:                 "linux",
+		Root:               filepath.Join(dir, "root"),
+		State:              filepath.Join(dir, "state"),
+		Address:            n.Address,
+		SnapshotterAddress: n.SnapshotterAddress,
+		Handler:            "winproc",
+		Sandboxer:          "shim",
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(n.ConfigPath, config, 0o600); err != nil {
+		t.Fatal(err)
+	}
+
+	n.startProcess(t, "winproc-snapshotter", filepath.Join(bins, "winproc-snapshotter"),
+		"-root", n.SnapshotterRoot, "-address", n.SnapshotterAddress,
+		"-containerd-address", n.Address, "-host-build", HostBuild, "-log-level", "debug")
+	waitSocket(t, n.SnapshotterAddress)
+	n.containerdLog = n.startProcess(t, "containerd", filepath.Join(tools, "containerd"), "-c", n.ConfigPath, "-l", "debug")
+	waitSocket(t, n.Address)
+	n.waitContainerd(t)
+	return n
+}
+
+// ContainerdLog returns what containerd has logged so far.
+func (n *Node) ContainerdLog() string { return n.containerdLog.String() }
+
+func (n *Node) waitContainerd(t *testing.T) {
+	t.Helper()
+	deadline := time.Now().Add(30 * time.Second)
+	for {
+		_, err := n.Ctr(context.Background(), "version")
+		if err == nil {
+			return
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("containerd did not answer: %v\n%s", err, n.ContainerdLog())
+		}
+		time.Sleep(100 * time.Millisecond)
+	}
+}
+
+// Ctr runs ctr against the node in the k8s.io namespace and returns its
+// combined output.
+func (n *Node) Ctr(ctx context.Context, args ...string) (string, error) {
+	return n.run(ctx, filepath.Join(n.Tools, "ctr"), append([]string{"-a", n.Address, "-n", Namespace}, args...)...)
+}
+
+func (n *Node) run(ctx context.Context, bin string, args ...string) (string, error) {
+	ctx, cancel := context.WithTimeout(ctx, 2*time.Minute)
+	defer cancel()
+	out, err := exec.CommandContext(ctx, bin, args...).CombinedOutput()
+	if err != nil {
+		return string(out), fmt.Errorf("%s %s: %w\n%s", filepath.Base(bin), strings.Join(args, " "), err, out)
+	}
+	return string(out), nil
+}
+
+// startProcess starts a daemon of the node in its own process group and
+// stops it when the test ends: SIGTERM, then SIGKILL after 10 s.
+func (n *Node) startProcess(t *testing.T, name, bin string, args ...string) *logFile {
+	t.Helper()
+	out := &logFile{}
+	cmd := exec.Command(bin, args...)
+	cmd.Stdout, cmd.Stderr = out, out
+	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
+	if err := cmd.Start(); err != nil {
+		t.Fatalf("start %s: %v", name, err)
+	}
+	exited := make(chan struct{})
+	go func() {
+		cmd.Wait()
+		close(exited)
+	}()
+	t.Cleanup(func() {
+		syscall.Kill(-cmd.Process.Pid, syscall.SIGTERM)
+		select {
+		case <-exited:
+		case <-time.After(10 * time.Second):
+			t.Errorf("%s did not stop within 10 s of SIGTERM; killing it", name)
+			syscall.Kill(-cmd.Process.Pid, syscall.SIGKILL)
+			<-exited
+		}
+		if t.Failed() {
+			t.Logf("%s log:\n%s", name, out.String())
+		}
+	})
+	return out
+}
+
+// cleanupDir unmounts anything left below the node's directory (reporting it:
+// a leak is a failure) and removes the directory.
+func (n *Node) cleanupDir(t *testing.T) {
+	for _, m := range Mounts(n.Dir) {
+		t.Errorf("mount left behind: %s", m)
+		syscall.Unmount(m, syscall.MNT_DETACH)
+	}
+	if err := os.RemoveAll(n.Dir); err != nil {
+		t.Errorf("remove node directory: %v", err)
+	}
+}
+
+// Mounts lists the mount points at or below dir.
+func Mounts(dir string) []string {
+	b, err := os.ReadFile("/proc/self/mountinfo")
+	if err != nil {
+		return nil
+	}
+	var found []string
+	for _, line := range strings.Split(string(b), "\n") {
+		f := strings.Fields(line)
+		if len(f) > 4 && (f[4] == dir || strings.HasPrefix(f[4], dir+"/")) {
+			found = append(found, f[4])
+		}
+	}
+	return found
+}
+
+func waitSocket(t *testing.T, path string) {
+	t.Helper()
+	deadline := time.Now().Add(30 * time.Second)
+	for {
+		c, err := net.Dial("unix", path)
+		if err == nil {
+			c.Close()
+			return
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("nothing listens on %s: %v", path, err)
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
+}
+
+// logFile collects a daemon's output for failure reports and log checks.
+type logFile struct {
+	mu  sync.Mutex
+	buf bytes.Buffer
+}
+
+func (l *logFile) Write(p []byte) (int, error) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.buf.Write(p)
+}
+
+func (l *logFile) String() string {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.buf.String()
+}
+
+// BuildBinaries builds the project's commands into a temporary directory for
+// a test binary's lifetime; the caller removes it.
+func BuildBinaries(cmds ...string) (string, error) {
+	dir, err := os.MkdirTemp("", "winproc-bin-")
+	if err != nil {
+		return "", err
+	}
+	args := []string{"build", "-o", dir + "/"}
+	for _, c := range cmds {
+		args = append(args, "github.com/winproc/winproc/cmd/"+c)
+	}
+	if out, err := exec.Command("go", args...).CombinedOutput(); err != nil {
+		os.RemoveAll(dir)
+		return "", errors.Join(err, errors.New(string(out)))
+	}
+	return dir, nil
+}
