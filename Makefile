@@ -13,10 +13,11 @@ COMMANDS := $(notdir $(wildcard cmd/*))
 WINE_TEST_PACKAGES := ./pause/... ./wincat/...
 
 export WINPROC_WINE_PREFIX := $(WINE_PREFIX)
+export WINPROC_TOOLS := $(TOOLS_DIR)/bin
 export PATH := $(TOOLS_DIR)/bin:$(PATH)
 export CGO_ENABLED := 0
 
-.PHONY: all build windows tools wine test fmt-check vet unit windows-check wine-test clean
+.PHONY: all build windows tools wine test fmt-check vet unit windows-check wine-test fuzz clean
 
 all: build windows
 
@@ -32,7 +33,7 @@ tools:
 wine:
 	bash build/wine/setup.sh $(WINE_PREFIX)
 
-test: tools wine fmt-check vet windows-check unit wine-test
+test: tools wine fmt-check vet windows-check unit wine-test fuzz
 
 fmt-check:
 	@bad=$$(gofmt -l $$(git ls-files '*.go')); \
@@ -51,6 +52,10 @@ unit:
 
 wine-test:
 	GOOS=windows GOARCH=amd64 $(GO) test -count=1 -exec $(CURDIR)/build/wine/go-exec.sh $(WINE_TEST_PACKAGES)
+
+# A short, fixed-time fuzz of the layer importer (hostile tars).
+fuzz:
+	$(GO) test -run='^$$' -fuzz=FuzzImport -fuzztime=15s ./snapshotter/wclayer
 
 clean:
 	rm -rf bin

@@ -1,3 +1,5 @@
+//go:build linux
+
 // Package node runs an emulated Windows node for integration tests: the
 // pinned containerd, configured by the project's own config generator, with
 // winproc-snapshotter serving the windowsfilter snapshotter and differ.
