@@ -7,13 +7,15 @@ package integration
 import (
 	"fmt"
 	"os"
+	"path/filepath"
 	"testing"
 
 	"github.com/winproc/winproc/integration/node"
 )
 
-// bins holds the project's binaries built for this run.
-var bins string
+// bins holds the project's Linux binaries built for this run, winBins its
+// Windows programs.
+var bins, winBins string
 
 func TestMain(m *testing.M) {
 	os.Exit(run(m))
@@ -24,12 +26,20 @@ func run(m *testing.M) int {
 		// Every test skips, saying why.
 		return m.Run()
 	}
-	var err error
-	bins, err = node.BuildBinaries("winproc-snapshotter")
+	dir, err := os.MkdirTemp("", "winproc-bin-")
 	if err != nil {
-		fmt.Fprintln(os.Stderr, "build winproc binaries:", err)
+		fmt.Fprintln(os.Stderr, err)
 		return 1
 	}
-	defer os.RemoveAll(bins)
+	defer os.RemoveAll(dir)
+	bins, winBins = filepath.Join(dir, "linux"), filepath.Join(dir, "windows")
+	if err := node.BuildBinaries(bins, "linux", "winproc-snapshotter"); err != nil {
+		fmt.Fprintln(os.Stderr, err)
+		return 1
+	}
+	if err := node.BuildBinaries(winBins, "windows", "pause", "wincat"); err != nil {
+		fmt.Fprintln(os.Stderr, err)
+		return 1
+	}
 	return m.Run()
 }

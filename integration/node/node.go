@@ -119,6 +119,32 @@ func (n *Node) Ctr(ctx context.Context, args ...string) (string, error) {
 	return n.run(ctx, filepath.Join(n.Tools, "ctr"), append([]string{"-a", n.Address, "-n", Namespace}, args...)...)
 }
 
+// CollectGarbage runs containerd's garbage collector now and waits for it:
+// containerd removes snapshots from the snapshotter only there. Deleting a
+// lease synchronously is the one client call that runs it on demand.
+func (n *Node) CollectGarbage(ctx context.Context) error {
+	const lease = "winproc-test-gc"
+	if _, err := n.Ctr(ctx, "leases", "create", "--id", lease); err != nil {
+		return err
+	}
+	_, err := n.Ctr(ctx, "leases", "delete", "--sync", lease)
+	return err
+}
+
+// RemoveImages removes every image record and collects the garbage.
+func (n *Node) RemoveImages(ctx context.Context) error {
+	out, err := n.Ctr(ctx, "images", "ls", "-q")
+	if err != nil {
+		return err
+	}
+	if refs := strings.Fields(out); len(refs) > 0 {
+		if _, err := n.Ctr(ctx, append([]string{"images", "rm"}, refs...)...); err != nil {
+			return err
+		}
+	}
+	return n.CollectGarbage(ctx)
+}
+
 func (n *Node) run(ctx context.Context, bin string, args ...string) (string, error) {
 	ctx, cancel := context.WithTimeout(ctx, 2*time.Minute)
 	defer cancel()
@@ -223,20 +249,17 @@ func (l *logFile) String() string {
 	return l.buf.String()
 }
 
-// BuildBinaries builds the project's commands into a temporary directory for
-// a test binary's lifetime; the caller removes it.
-func BuildBinaries(cmds ...string) (string, error) {
-	dir, err := os.MkdirTemp("", "winproc-bin-")
-	if err != nil {
-		return "", err
-	}
+// BuildBinaries builds the project's commands for goos ("linux" or
+// "windows") into dir.
+func BuildBinaries(dir, goos string, cmds ...string) error {
 	args := []string{"build", "-o", dir + "/"}
 	for _, c := range cmds {
 		args = append(args, "github.com/winproc/winproc/cmd/"+c)
 	}
-	if out, err := exec.Command("go", args...).CombinedOutput(); err != nil {
-		os.RemoveAll(dir)
-		return "", errors.Join(err, errors.New(string(out)))
+	cmd := exec.Command("go", args...)
+	cmd.Env = append(os.Environ(), "GOOS="+goos, "GOARCH=amd64", "CGO_ENABLED=0")
+	if out, err := cmd.CombinedOutput(); err != nil {
+		return errors.Join(fmt.Errorf("build %v for %s: %w", cmds, goos, err), errors.New(string(out)))
 	}
-	return dir, nil
+	return nil
 }
