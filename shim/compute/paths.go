@@ -1,0 +1,87 @@
+package compute
+
+import (
+	"errors"
+	"strings"
+)
+
+// pipePrefix starts every local named pipe path.
+const pipePrefix = `\\.\pipe\`
+
+// pipeName is the name of the named pipe p, `\\.\pipe\NAME` (the prefix in
+// any letter case), and whether p is one.
+func pipeName(p string) (string, bool) {
+	if len(p) < len(pipePrefix) || !strings.EqualFold(p[:len(pipePrefix)], pipePrefix) {
+		return "", false
+	}
+	return p[len(pipePrefix):], true
+}
+
+func isDriveLetter(c byte) bool {
+	return ('a' <= c && c <= 'z') || ('A' <= c && c <= 'Z')
+}
+
+// isAbsHostPath reports whether p is an absolute path on the host: a
+// Windows drive path (C:\x or C:/x), a UNC or device path (\\server\share,
+// \\?\C:\x) or, for the Linux emulation, a POSIX path (/x).
+func isAbsHostPath(p string) bool {
+	switch {
+	case strings.HasPrefix(p, "/"), strings.HasPrefix(p, `\\`):
+		return true
+	case len(p) >= 3 && isDriveLetter(p[0]) && p[1] == ':' && (p[2] == '\\' || p[2] == '/'):
+		return true
+	}
+	return false
+}
+
+// containerPath normalises an absolute path inside the container: the drive
+// letter in upper case, backslashes, no empty, "." or ".." elements and no
+// trailing separator, so C:/data/./x/ becomes C:\data\x. A drive alone (D:
+// or D:\) is D:, a whole drive mapped into the container; the system drive
+// C: itself cannot be a mount destination. The error says what is wrong
+// with p, for the caller to prefix with the field name.
+func containerPath(p string) (string, error) {
+	if len(p) < 2 || !isDriveLetter(p[0]) || p[1] != ':' {
+		return "", errors.New(`is not an absolute Windows path with a drive letter, such as C:\data`)
+	}
+	drive := strings.ToUpper(p[:1]) + ":"
+	rest := strings.ReplaceAll(p[2:], "/", `\`)
+	if rest != "" && rest[0] != '\\' {
+		return "", errors.New(`is relative to the current directory of drive ` + drive + `; write it as ` + drive + `\` + rest)
+	}
+	var elems []string
+	for _, e := range strings.Split(rest, `\`) {
+		switch e {
+		case "", ".":
+		case "..":
+			if len(elems) == 0 {
+				return "", errors.New("climbs above the root of drive " + drive)
+			}
+			elems = elems[:len(elems)-1]
+		default:
+			if i := strings.IndexFunc(e, invalidPathRune); i >= 0 {
+				return "", errors.New("contains " + quoteRune(rune(e[i])) + ", which Windows does not allow in a file name")
+			}
+			elems = append(elems, e)
+		}
+	}
+	if len(elems) == 0 {
+		if drive == "C:" {
+			return "", errors.New(`is the root of the container's system drive C:\, which holds the image and cannot be mapped over`)
+		}
+		return drive, nil
+	}
+	return drive + `\` + strings.Join(elems, `\`), nil
+}
+
+// invalidPathRune reports the characters Windows refuses in a path element.
+func invalidPathRune(r rune) bool {
+	return r < 0x20 || strings.ContainsRune(`<>:"|?*`, r)
+}
+
+func quoteRune(r rune) string {
+	if r < 0x20 {
+		return "a control character"
+	}
+	return "'" + string(r) + "'"
+}
