@@ -57,7 +57,8 @@ wine-test:
 
 # A short, fixed-time fuzz of the layer importer (hostile tars).
 fuzz:
-	$(GO) test -run='^$$' -fuzz=FuzzImport -fuzztime=15s ./snapshotter/wclayer
+	$(GO) test -run='^$$' -fuzz='^FuzzImport$$' -fuzztime=10s ./snapshotter/wclayer
+	$(GO) test -run='^$$' -fuzz='^FuzzImportEntries$$' -fuzztime=10s ./snapshotter/wclayer
 
 clean:
 	rm -rf bin
