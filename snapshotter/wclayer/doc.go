@@ -31,7 +31,9 @@
 // Import writes Files/ and Hives/ as plain directories under the layer
 // directory (Files/ is always created, so that it can be used as an overlay
 // lowerdir). Files are created 0644, directories 0755; tar uid/gid/mode bits
-// are ignored (Windows has no Unix permissions).
+// are ignored (Windows has no Unix permissions). An alternate data stream
+// "f:s" is stored as the file "f:s" next to f (':' is rejected in any other
+// name, so the exporter can tell streams apart and writes them right after f).
 //
 // Windows metadata is stored in extended attributes named after the PAX
 // record, holding the record's value verbatim (so MSWINDOWS.rawsd stays
@@ -83,12 +85,21 @@
 // absolute paths, drive letters, backslashes, NUL, invalid UTF-8, names
 // outside Files/, Hives/ and UtilityVM/, ':' other than in an alternate data
 // stream name, hard links whose target is outside the layer or not a file,
-// duplicate entries, whiteouts outside Files/ or escaping it, entries larger
-// than the configured limit (the declared size is never used to preallocate),
-// undecodable MSWINDOWS records, unsupported entry types (devices, fifos) and
-// truncated or corrupt archives. On error, Import leaves whatever it had
-// written so far inside the layer directory only; callers discard the
-// directory (os.RemoveAll removes whiteout devices too).
+// duplicate entries, whiteouts outside Files/ or escaping it, ".wh." names
+// used as directories, entries larger than the configured limit (the
+// declared size is never used to preallocate), undecodable MSWINDOWS records,
+// unsupported entry types (devices, fifos, sparse files) and truncated or
+// corrupt archives, including a stream that stops at an entry boundary
+// without the end-of-archive blocks (an empty stream is accepted as an empty
+// layer). Errors match the errdefs classes (InvalidArgument, NotImplemented)
+// and the sentinels ErrUnsafePath, ErrInvalidEntry, ErrInvalidMetadata,
+// ErrEntryTooLarge, ErrCorruptArchive and ErrUnsupported. Directories created
+// implicitly (no entry of their own) get the mtime of the entry that needed
+// them, so importing the same tar twice exports identically.
+//
+// On error, Import leaves whatever it had written so far inside the layer
+// directory only; callers discard the directory (os.RemoveAll removes
+// whiteout devices too).
 //
 // Import does not fsync; callers that need durability sync the file system
 // once after the import.
