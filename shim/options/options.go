@@ -29,6 +29,9 @@ type Options struct {
 	// ScratchSizeBytes is the size of each container's scratch layer; 0
 	// keeps the base layer's default (20 GB on Windows).
 	ScratchSizeBytes uint64 `toml:"scratch_size_bytes,omitempty"`
+	// WineTemplatePrefix is, for the Linux emulation backend only, the Wine
+	// prefix every compute system's prefix is an overlay of.
+	WineTemplatePrefix string `toml:"wine_template_prefix,omitempty"`
 }
 
 // Decode reads options from the TOML body containerd passes; an empty body

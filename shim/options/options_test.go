@@ -16,6 +16,7 @@ func TestDecode(t *testing.T) {
 	}{
 		{name: "empty", body: "", want: Options{PauseImage: DefaultPauseImage}},
 		{name: "both", body: "pause_image = \"example/pause:1\"\nscratch_size_bytes = 1024\n", want: Options{PauseImage: "example/pause:1", ScratchSizeBytes: 1024}},
+		{name: "emulation prefix", body: "wine_template_prefix = \"/var/lib/winproc/wine\"\n", want: Options{PauseImage: DefaultPauseImage, WineTemplatePrefix: "/var/lib/winproc/wine"}},
 		{name: "misspelt key", body: "pause_imag = \"x\"\n", wantErr: true},
 		{name: "wrong type", body: "scratch_size_bytes = \"big\"\n", wantErr: true},
 		{name: "not TOML", body: "{", wantErr: true},
