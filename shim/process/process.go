@@ -1,0 +1,264 @@
+// Package process is the state of one process of a task: a container's init
+// process or an exec. It owns the transitions containerd sees (created →
+// running → stopped, then deleted), the exit record, the stdio wiring to
+// containerd, and how containerd's signals become Windows console events.
+//
+// A Process talks to its compute system only through package compute, so the
+// same code runs over HCS and over the Linux emulation, and its tests use a
+// fake of that seam.
+package process
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"sync"
+	"syscall"
+	"time"
+
+	"github.com/containerd/containerd/api/types/task"
+	"github.com/containerd/errdefs"
+	"github.com/containerd/log"
+
+	"github.com/winproc/winproc/shim/compute"
+)
+
+// Stdio names containerd's ends of a process's standard streams: fifos on
+// Linux, named pipes on Windows. Empty names are not connected.
+type Stdio struct {
+	Stdin, Stdout, Stderr string
+	Terminal              bool
+}
+
+// State is a snapshot of a process for containerd's State call.
+type State struct {
+	ID         string
+	Pid        uint32
+	Status     task.Status
+	Stdio      Stdio
+	ExitStatus uint32
+	ExitedAt   time.Time
+}
+
+// ExitHook runs when the process has exited and before its exit becomes
+// final, that is before Wait returns: the init process tears its compute
+// system down there. It returns the exit status to record.
+type ExitHook func(ctx context.Context, p *Process, status uint32) uint32
+
+// Process is one init or exec process.
+type Process struct {
+	id       string
+	stdio    Stdio
+	settings *compute.ProcessSettings
+	onExit   ExitHook
+
+	mu       sync.Mutex
+	status   task.Status
+	proc     compute.Process
+	pid      uint32
+	exit     uint32
+	exitedAt time.Time
+	streams  *streams
+	done     chan struct{} // closed when the exit is final
+}
+
+// New returns a created process. id is the exec ID, or the container ID for
+// the init process.
+func New(id string, settings *compute.ProcessSettings, stdio Stdio, onExit ExitHook) *Process {
+	return &Process{
+		id:       id,
+		stdio:    stdio,
+		settings: settings,
+		onExit:   onExit,
+		status:   task.Status_CREATED,
+		done:     make(chan struct{}),
+	}
+}
+
+// ID returns the process's ID.
+func (p *Process) ID() string { return p.id }
+
+// State returns the process's current state.
+func (p *Process) State() State {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	return State{ID: p.id, Pid: p.pid, Status: p.status, Stdio: p.stdio, ExitStatus: p.exit, ExitedAt: p.exitedAt}
+}
+
+// Start connects containerd's stdio and starts the process in sys.
+func (p *Process) Start(ctx context.Context, sys compute.System) error {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	if p.status != task.Status_CREATED {
+		return fmt.Errorf("process %s is %s, only a created process can start: %w", p.id, statusName(p.status), errdefs.ErrFailedPrecondition)
+	}
+	s, err := openStreams(ctx, p.stdio)
+	if err != nil {
+		return fmt.Errorf("connect stdio of process %s: %w", p.id, err)
+	}
+	settings := *p.settings
+	settings.Stdin, settings.Stdout, settings.Stderr = s.stdin, s.stdout, s.stderr
+	proc, err := sys.CreateProcess(ctx, &settings)
+	if err != nil {
+		s.Close()
+		return fmt.Errorf("start process %s: %w", p.id, err)
+	}
+	p.proc, p.streams = proc, s
+	p.pid = uint32(proc.Pid())
+	p.status = task.Status_RUNNING
+	go p.waitExit(context.WithoutCancel(ctx))
+	return nil
+}
+
+// waitExit owns the running process: it ends when the process has exited
+// and its exit is recorded.
+func (p *Process) waitExit(ctx context.Context) {
+	<-p.proc.Wait()
+	code, err := p.proc.ExitCode()
+	if err != nil {
+		log.G(ctx).WithError(err).WithField("process", p.id).Warn("read exit code")
+		code = 255
+	}
+	p.finish(ctx, uint32(code))
+}
+
+// finish runs the exit hook and makes the exit final. It is called once:
+// by waitExit, or by Kill of a process that never started.
+func (p *Process) finish(ctx context.Context, status uint32) {
+	if p.onExit != nil {
+		status = p.onExit(ctx, p, status)
+	}
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	if p.proc != nil {
+		p.proc.Close()
+	}
+	if p.streams != nil {
+		p.streams.Close()
+	}
+	p.status = task.Status_STOPPED
+	p.exit = status
+	p.exitedAt = time.Now()
+	close(p.done)
+}
+
+// Done is closed once the process has exited and its exit is final.
+func (p *Process) Done() <-chan struct{} { return p.done }
+
+// Wait waits until the exit is final and returns it.
+func (p *Process) Wait(ctx context.Context) (uint32, time.Time, error) {
+	select {
+	case <-p.done:
+	case <-ctx.Done():
+		return 0, time.Time{}, ctx.Err()
+	}
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	return p.exit, p.exitedAt, nil
+}
+
+// Kill delivers signal the way runhcs does: SIGTERM is a CTRL_SHUTDOWN
+// event, SIGINT a CTRL_C event, SIGKILL terminates the process; other
+// signals mean nothing to a Windows process and are refused. A process that
+// never started is simply marked stopped (exit status 1, as runhcs).
+func (p *Process) Kill(ctx context.Context, signal uint32) error {
+	event, terminate, err := windowsSignal(signal)
+	if err != nil {
+		return err
+	}
+	p.mu.Lock()
+	status, proc := p.status, p.proc
+	p.mu.Unlock()
+	switch status {
+	case task.Status_CREATED:
+		p.mu.Lock()
+		if p.status != task.Status_CREATED {
+			p.mu.Unlock()
+			return p.Kill(ctx, signal)
+		}
+		p.status = task.Status_STOPPED // no second finish
+		p.mu.Unlock()
+		p.finish(ctx, 1)
+		return nil
+	case task.Status_RUNNING:
+	default:
+		return fmt.Errorf("process %s has already exited: %w", p.id, errdefs.ErrNotFound)
+	}
+	if terminate {
+		return proc.Kill(ctx)
+	}
+	if err := proc.Signal(ctx, event); err != nil {
+		if !errors.Is(err, compute.ErrNotSupported) {
+			return fmt.Errorf("send %s to process %s: %w", event, p.id, err)
+		}
+		// A backend that cannot deliver console events (HCS's public API)
+		// still has to stop the process.
+		log.G(ctx).WithField("process", p.id).Warnf("%s cannot be delivered by this backend; terminating instead", event)
+		return proc.Kill(ctx)
+	}
+	return nil
+}
+
+func windowsSignal(signal uint32) (compute.Signal, bool, error) {
+	switch syscall.Signal(signal) {
+	case syscall.SIGKILL:
+		return 0, true, nil
+	case syscall.SIGTERM:
+		return compute.CtrlShutdown, false, nil
+	case syscall.SIGINT:
+		return compute.CtrlC, false, nil
+	}
+	return 0, false, fmt.Errorf("signal %d has no meaning for a Windows process; use SIGTERM (CTRL_SHUTDOWN), SIGINT (CTRL_C) or SIGKILL (terminate): %w", signal, errdefs.ErrFailedPrecondition)
+}
+
+// ResizeConsole resizes the pseudo console of a running process.
+func (p *Process) ResizeConsole(ctx context.Context, width, height uint32) error {
+	proc, err := p.running()
+	if err != nil {
+		return err
+	}
+	if !p.stdio.Terminal {
+		return fmt.Errorf("process %s has no console to resize: %w", p.id, errdefs.ErrFailedPrecondition)
+	}
+	return proc.ResizeConsole(ctx, uint16(width), uint16(height))
+}
+
+// CloseStdin closes the process's standard input.
+func (p *Process) CloseStdin(ctx context.Context) error {
+	proc, err := p.running()
+	if err != nil {
+		return err
+	}
+	return proc.CloseStdin(ctx)
+}
+
+func (p *Process) running() (compute.Process, error) {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	if p.status != task.Status_RUNNING {
+		return nil, fmt.Errorf("process %s is %s, not running: %w", p.id, statusName(p.status), errdefs.ErrFailedPrecondition)
+	}
+	return p.proc, nil
+}
+
+// CheckDeletable refuses to delete a process that is still running.
+func (p *Process) CheckDeletable() error {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	if p.status == task.Status_RUNNING {
+		return fmt.Errorf("process %s is running; kill it before deleting it: %w", p.id, errdefs.ErrFailedPrecondition)
+	}
+	return nil
+}
+
+func statusName(s task.Status) string {
+	switch s {
+	case task.Status_CREATED:
+		return "created"
+	case task.Status_RUNNING:
+		return "running"
+	case task.Status_STOPPED:
+		return "stopped"
+	}
+	return s.String()
+}

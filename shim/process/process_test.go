@@ -1,0 +1,175 @@
+package process
+
+import (
+	"context"
+	"errors"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/containerd/containerd/api/types/task"
+	"github.com/containerd/errdefs"
+
+	"github.com/winproc/winproc/shim/compute"
+)
+
+func started(t *testing.T, hook ExitHook) (*Process, *fakeProc) {
+	t.Helper()
+	sys := &fakeSystem{}
+	p := New("p1", &compute.ProcessSettings{CommandLine: `C:\app.exe`}, Stdio{}, hook)
+	if err := p.Start(context.Background(), sys); err != nil {
+		t.Fatal(err)
+	}
+	return p, sys.procs[0]
+}
+
+func waitExit(t *testing.T, p *Process) uint32 {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+	defer cancel()
+	code, at, err := p.Wait(ctx)
+	if err != nil {
+		t.Fatalf("wait: %v", err)
+	}
+	if at.IsZero() {
+		t.Error("exit time not recorded")
+	}
+	return code
+}
+
+func TestLifecycle(t *testing.T) {
+	p, fp := started(t, nil)
+	st := p.State()
+	if st.Status != task.Status_RUNNING || st.Pid != 100 {
+		t.Fatalf("state after start %+v, want running pid 100", st)
+	}
+	if err := p.Start(context.Background(), &fakeSystem{}); !errdefs.IsFailedPrecondition(err) {
+		t.Errorf("double start: %v, want FailedPrecondition", err)
+	}
+	if err := p.CheckDeletable(); !errdefs.IsFailedPrecondition(err) {
+		t.Errorf("delete while running: %v, want FailedPrecondition", err)
+	}
+	fp.exit(3)
+	if code := waitExit(t, p); code != 3 {
+		t.Errorf("exit status %d, want 3", code)
+	}
+	if st := p.State(); st.Status != task.Status_STOPPED || st.ExitStatus != 3 {
+		t.Errorf("state after exit %+v", st)
+	}
+	if !fp.closed {
+		t.Error("process handle not closed after exit")
+	}
+	if err := p.CheckDeletable(); err != nil {
+		t.Errorf("delete after exit: %v", err)
+	}
+	if err := p.Kill(context.Background(), uint32(syscall.SIGKILL)); !errdefs.IsNotFound(err) {
+		t.Errorf("kill after exit: %v, want NotFound", err)
+	}
+	if err := p.CloseStdin(context.Background()); !errdefs.IsFailedPrecondition(err) {
+		t.Errorf("close stdin after exit: %v, want FailedPrecondition", err)
+	}
+}
+
+func TestKillSignals(t *testing.T) {
+	tests := []struct {
+		name      string
+		signal    syscall.Signal
+		signalErr error
+		wantEvent compute.Signal
+		wantKill  bool
+		wantErr   func(error) bool
+	}{
+		{name: "SIGTERM is CTRL_SHUTDOWN", signal: syscall.SIGTERM, wantEvent: compute.CtrlShutdown},
+		{name: "SIGINT is CTRL_C", signal: syscall.SIGINT, wantEvent: compute.CtrlC},
+		{name: "SIGKILL terminates", signal: syscall.SIGKILL, wantKill: true},
+		{name: "SIGHUP refused", signal: syscall.SIGHUP, wantErr: errdefs.IsFailedPrecondition},
+		{name: "SIGUSR1 refused", signal: syscall.SIGUSR1, wantErr: errdefs.IsFailedPrecondition},
+		{name: "events unsupported: terminate", signal: syscall.SIGTERM, signalErr: compute.ErrNotSupported, wantKill: true},
+		{name: "event delivery fails", signal: syscall.SIGINT, signalErr: errors.New("boom"), wantErr: func(err error) bool { return err != nil }},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			p, fp := started(t, nil)
+			t.Cleanup(func() { fp.exit(0); waitExit(t, p) })
+			fp.signalErr = tc.signalErr
+			err := p.Kill(context.Background(), uint32(tc.signal))
+			if tc.wantErr != nil {
+				if !tc.wantErr(err) {
+					t.Fatalf("Kill: %v", err)
+				}
+				return
+			}
+			if err != nil {
+				t.Fatal(err)
+			}
+			if fp.killed != tc.wantKill {
+				t.Errorf("terminated = %v, want %v", fp.killed, tc.wantKill)
+			}
+			if tc.wantEvent != 0 && (len(fp.signals) != 1 || fp.signals[0] != tc.wantEvent) {
+				t.Errorf("events %v, want [%v]", fp.signals, tc.wantEvent)
+			}
+		})
+	}
+}
+
+func TestKillCreated(t *testing.T) {
+	hookRan := false
+	p := New("p1", &compute.ProcessSettings{}, Stdio{}, func(_ context.Context, _ *Process, status uint32) uint32 {
+		hookRan = true
+		return status
+	})
+	if err := p.Kill(context.Background(), uint32(syscall.SIGKILL)); err != nil {
+		t.Fatal(err)
+	}
+	if code := waitExit(t, p); code != 1 || !hookRan {
+		t.Errorf("killed before start: status %d, hook ran %v; want 1, true", code, hookRan)
+	}
+	if err := p.Start(context.Background(), &fakeSystem{}); !errdefs.IsFailedPrecondition(err) {
+		t.Errorf("start after kill: %v, want FailedPrecondition", err)
+	}
+}
+
+// The exit hook runs before the exit is final: Wait must not return while
+// the init process's compute system is being torn down.
+func TestExitHookRunsBeforeWaitReturns(t *testing.T) {
+	release := make(chan struct{})
+	p, fp := started(t, func(_ context.Context, _ *Process, status uint32) uint32 {
+		<-release
+		return status + 10
+	})
+	fp.exit(1)
+	ctx, cancel := context.WithTimeout(context.Background(), 100*time.Millisecond)
+	defer cancel()
+	if _, _, err := p.Wait(ctx); !errors.Is(err, context.DeadlineExceeded) {
+		t.Fatalf("Wait returned before the exit hook finished: %v", err)
+	}
+	if st := p.State(); st.Status != task.Status_RUNNING {
+		t.Errorf("status during teardown %v, want still running", st.Status)
+	}
+	close(release)
+	if code := waitExit(t, p); code != 11 {
+		t.Errorf("exit status %d, want the hook's 11", code)
+	}
+}
+
+func TestStartFailureLeavesCreated(t *testing.T) {
+	p := New("p1", &compute.ProcessSettings{}, Stdio{}, nil)
+	err := p.Start(context.Background(), &fakeSystem{createErr: errors.New("no such file")})
+	if err == nil {
+		t.Fatal("start succeeded")
+	}
+	if st := p.State(); st.Status != task.Status_CREATED {
+		t.Errorf("status after failed start %v, want created", st.Status)
+	}
+}
+
+func TestConsoleAndStdin(t *testing.T) {
+	p, fp := started(t, nil)
+	t.Cleanup(func() { fp.exit(0); waitExit(t, p) })
+	if err := p.ResizeConsole(context.Background(), 80, 25); !errdefs.IsFailedPrecondition(err) {
+		t.Errorf("resize without a console: %v, want FailedPrecondition", err)
+	}
+	if err := p.CloseStdin(context.Background()); err != nil || !fp.stdinShut {
+		t.Errorf("close stdin: %v, closed %v", err, fp.stdinShut)
+	}
+}

@@ -1,0 +1,73 @@
+//go:build !windows
+
+package process
+
+import (
+	"context"
+	"fmt"
+	"io"
+	"os"
+	"syscall"
+
+	"github.com/containerd/errdefs"
+	"github.com/containerd/fifo"
+)
+
+// openStreams opens containerd's fifos. For stdout and stderr the shim also
+// opens a read end it never reads: while containerd is restarting nobody
+// else holds the fifo open for reading, and a write would fail with EPIPE
+// and lose the stream; with it, output waits in the fifo until containerd
+// reopens it (containerd's runc shim does the same).
+func openStreams(ctx context.Context, stdio Stdio) (_ *streams, retErr error) {
+	s := &streams{}
+	defer func() {
+		if retErr != nil {
+			s.Close()
+		}
+	}()
+	if stdio.Stdin != "" {
+		f, err := fifo.OpenFifo(context.WithoutCancel(ctx), stdio.Stdin, syscall.O_RDONLY|syscall.O_NONBLOCK, 0)
+		if err != nil {
+			return nil, fmt.Errorf("open stdin %s: %w", stdio.Stdin, err)
+		}
+		s.stdin = f
+	}
+	for _, out := range []struct {
+		path string
+		dst  *io.WriteCloser
+	}{
+		{stdio.Stdout, &s.stdout},
+		{stdio.Stderr, &s.stderr},
+	} {
+		if out.path == "" {
+			continue
+		}
+		isFifo, err := fifo.IsFifo(out.path)
+		if err != nil {
+			return nil, fmt.Errorf("stat %s: %w", out.path, err)
+		}
+		if !isFifo {
+			// A log file given by path (ctr --log-uri file://...).
+			f, err := os.OpenFile(out.path, os.O_WRONLY|os.O_APPEND|os.O_CREATE, 0o640)
+			if err != nil {
+				return nil, fmt.Errorf("open log file %s: %w", out.path, err)
+			}
+			*out.dst = f
+			continue
+		}
+		w, err := fifo.OpenFifo(ctx, out.path, syscall.O_WRONLY, 0)
+		if err != nil {
+			return nil, fmt.Errorf("open %s for writing: %w", out.path, err)
+		}
+		*out.dst = w
+		r, err := fifo.OpenFifo(ctx, out.path, syscall.O_RDONLY, 0)
+		if err != nil {
+			return nil, fmt.Errorf("open %s for reading: %w", out.path, err)
+		}
+		s.keepAlive = append(s.keepAlive, r)
+	}
+	if stdio.Terminal && stdio.Stderr != "" {
+		return nil, fmt.Errorf("a process with a console has one output stream; stderr %s must be empty: %w", stdio.Stderr, errdefs.ErrInvalidArgument)
+	}
+	return s, nil
+}
