@@ -83,7 +83,7 @@ func TestKillSignals(t *testing.T) {
 		{name: "SIGINT is CTRL_C", signal: syscall.SIGINT, wantEvent: compute.CtrlC},
 		{name: "SIGKILL terminates", signal: syscall.SIGKILL, wantKill: true},
 		{name: "SIGHUP refused", signal: syscall.SIGHUP, wantErr: errdefs.IsFailedPrecondition},
-		{name: "SIGUSR1 refused", signal: syscall.SIGUSR1, wantErr: errdefs.IsFailedPrecondition},
+		{name: "signal 10 (SIGUSR1 on Linux) refused", signal: syscall.Signal(10), wantErr: errdefs.IsFailedPrecondition},
 		{name: "events unsupported: terminate", signal: syscall.SIGTERM, signalErr: compute.ErrNotSupported, wantKill: true},
 		{name: "event delivery fails", signal: syscall.SIGINT, signalErr: errors.New("boom"), wantErr: func(err error) bool { return err != nil }},
 	}

@@ -1,0 +1,363 @@
+package task
+
+import (
+	"context"
+	"encoding/json"
+	"net"
+	"os"
+	"path/filepath"
+	"reflect"
+	"syscall"
+	"testing"
+	"time"
+
+	taskv2 "github.com/containerd/containerd/api/runtime/task/v2"
+	taskAPI "github.com/containerd/containerd/api/runtime/task/v3"
+	"github.com/containerd/containerd/api/types/task"
+	"github.com/containerd/containerd/v2/core/runtime"
+	"github.com/containerd/errdefs"
+	"github.com/containerd/errdefs/pkg/errgrpc"
+	"github.com/containerd/ttrpc"
+	"github.com/containerd/typeurl/v2"
+	specs "github.com/opencontainers/runtime-spec/specs-go"
+	"google.golang.org/protobuf/types/known/anypb"
+
+	wstats "github.com/Microsoft/hcsshim/cmd/containerd-shim-runhcs-v1/stats"
+
+	"github.com/winproc/winproc/shim/compute"
+)
+
+type harness struct {
+	ctx      context.Context
+	svc      *Service
+	backend  *fakeBackend
+	events   *recorder
+	shutdown *shutdownRecorder
+}
+
+func newHarness(t *testing.T) *harness {
+	t.Helper()
+	h := &harness{ctx: context.Background(), backend: newFakeBackend(), events: &recorder{}, shutdown: &shutdownRecorder{}}
+	h.svc = New(h.backend, h.events, h.shutdown, nil)
+	return h
+}
+
+// bundle writes a Windows spec the way containerd does for a CRI container.
+func bundle(t *testing.T, mutate func(*specs.Spec)) string {
+	t.Helper()
+	dir := t.TempDir()
+	spec := &specs.Spec{
+		Version: specs.Version,
+		Process: &specs.Process{Args: []string{`C:\app.exe`, "serve"}, Cwd: `C:\`, Env: []string{"A=1"}},
+		Root:    &specs.Root{},
+		Windows: &specs.Windows{LayerFolders: []string{`C:\layers\2`, `C:\layers\1`, `C:\layers\scratch`}},
+	}
+	if mutate != nil {
+		mutate(spec)
+	}
+	b, err := json.Marshal(spec)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(filepath.Join(dir, "config.json"), b, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	return dir
+}
+
+func (h *harness) create(t *testing.T, id string) {
+	t.Helper()
+	if _, err := h.svc.Create(h.ctx, &taskAPI.CreateTaskRequest{ID: id, Bundle: bundle(t, nil)}); err != nil {
+		t.Fatalf("create %s: %v", id, err)
+	}
+}
+
+func (h *harness) start(t *testing.T, id, execID string) uint32 {
+	t.Helper()
+	resp, err := h.svc.Start(h.ctx, &taskAPI.StartRequest{ID: id, ExecID: execID})
+	if err != nil {
+		t.Fatalf("start %s/%s: %v", id, execID, err)
+	}
+	return resp.Pid
+}
+
+func (h *harness) exec(t *testing.T, id, execID string) {
+	t.Helper()
+	spec, _ := json.Marshal(&specs.Process{Args: []string{`C:\Windows\System32\cmd.exe`, "/c", "exit 3"}, Cwd: `C:\`})
+	_, err := h.svc.Exec(h.ctx, &taskAPI.ExecProcessRequest{ID: id, ExecID: execID, Spec: &anypb.Any{TypeUrl: "types.containerd.io/opencontainers/runtime-spec/1/Process", Value: spec}})
+	if err != nil {
+		t.Fatalf("exec %s: %v", execID, err)
+	}
+}
+
+func (h *harness) wait(t *testing.T, id, execID string) *taskAPI.WaitResponse {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(h.ctx, 5*time.Second)
+	defer cancel()
+	resp, err := h.svc.Wait(ctx, &taskAPI.WaitRequest{ID: id, ExecID: execID})
+	if err != nil {
+		t.Fatalf("wait %s/%s: %v", id, execID, err)
+	}
+	return resp
+}
+
+func is(t *testing.T, err error, class func(error) bool, what string) {
+	t.Helper()
+	if !class(errgrpc.ToNative(err)) {
+		t.Errorf("%s: got %v", what, err)
+	}
+}
+
+func TestTaskLifecycle(t *testing.T) {
+	h := newHarness(t)
+	h.create(t, "c1")
+	sys := h.backend.system("c1")
+	if sys.settings.Layers.Scratch != `C:\layers\scratch` || len(sys.settings.Layers.Parents) != 2 {
+		t.Fatalf("layers given to the backend: %+v", sys.settings.Layers)
+	}
+	st, _ := h.svc.State(h.ctx, &taskAPI.StateRequest{ID: "c1"})
+	if st.Status != task.Status_CREATED {
+		t.Errorf("state after create: %v", st.Status)
+	}
+
+	pid := h.start(t, "c1", "")
+	if pid != 1000 || !sys.started {
+		t.Errorf("start: pid %d, system started %v", pid, sys.started)
+	}
+	is(t, second(h.svc.Start(h.ctx, &taskAPI.StartRequest{ID: "c1"})), errdefs.IsFailedPrecondition, "double start")
+
+	h.exec(t, "c1", "e1")
+	is(t, second(h.svc.Exec(h.ctx, &taskAPI.ExecProcessRequest{ID: "c1", ExecID: "e1", Spec: &anypb.Any{Value: []byte(`{"args":["x.exe"],"cwd":"C:\\"}`)}})), errdefs.IsAlreadyExists, "duplicate exec id")
+	execPid := h.start(t, "c1", "e1")
+	if execPid != 1001 {
+		t.Errorf("exec pid %d", execPid)
+	}
+	sys.proc(1).exit(3)
+	if w := h.wait(t, "c1", "e1"); w.ExitStatus != 3 {
+		t.Errorf("exec exit %d, want 3", w.ExitStatus)
+	}
+	if _, err := h.svc.Delete(h.ctx, &taskAPI.DeleteRequest{ID: "c1", ExecID: "e1"}); err != nil {
+		t.Fatalf("delete exec: %v", err)
+	}
+	is(t, second(h.svc.State(h.ctx, &taskAPI.StateRequest{ID: "c1", ExecID: "e1"})), errdefs.IsNotFound, "state of deleted exec")
+
+	is(t, second(h.svc.Delete(h.ctx, &taskAPI.DeleteRequest{ID: "c1"})), errdefs.IsFailedPrecondition, "delete of running task")
+
+	// SIGTERM is a CTRL_SHUTDOWN event; the program exits on it.
+	if _, err := h.svc.Kill(h.ctx, &taskAPI.KillRequest{ID: "c1", Signal: uint32(syscall.SIGTERM)}); err != nil {
+		t.Fatal(err)
+	}
+	if sig := sys.proc(0).signals; len(sig) != 1 || sig[0] != compute.CtrlShutdown {
+		t.Errorf("init received %v, want CTRL_SHUTDOWN", sig)
+	}
+	if w := h.wait(t, "c1", ""); w.ExitStatus != 0 {
+		t.Errorf("init exit %d, want 0", w.ExitStatus)
+	}
+	// Wait returned only after the system was torn down and released.
+	if !sys.shutdown || !sys.closed {
+		t.Errorf("after init exit: shutdown %v, closed %v; want both", sys.shutdown, sys.closed)
+	}
+	is(t, second(h.svc.Exec(h.ctx, &taskAPI.ExecProcessRequest{ID: "c1", ExecID: "late", Spec: &anypb.Any{Value: []byte(`{"args":["x.exe"],"cwd":"C:\\"}`)}})), errdefs.IsFailedPrecondition, "exec after exit")
+
+	del, err := h.svc.Delete(h.ctx, &taskAPI.DeleteRequest{ID: "c1"})
+	if err != nil || del.Pid != 1000 {
+		t.Fatalf("delete: %+v, %v", del, err)
+	}
+	is(t, second(h.svc.State(h.ctx, &taskAPI.StateRequest{ID: "c1"})), errdefs.IsNotFound, "state of deleted task")
+
+	want := []string{
+		runtime.TaskCreateEventTopic, runtime.TaskStartEventTopic,
+		runtime.TaskExecAddedEventTopic, runtime.TaskExecStartedEventTopic, runtime.TaskExitEventTopic,
+		runtime.TaskExitEventTopic, runtime.TaskDeleteEventTopic,
+	}
+	if got := h.events.list(); !reflect.DeepEqual(got, want) {
+		t.Errorf("events\n got %v\nwant %v", got, want)
+	}
+
+	if _, err := h.svc.Shutdown(h.ctx, &taskAPI.ShutdownRequest{ID: "c1"}); err != nil || !h.shutdown.done {
+		t.Errorf("shutdown with no task left: %v, done %v", err, h.shutdown.done)
+	}
+}
+
+func TestGracefulShutdownFailsThenTerminate(t *testing.T) {
+	h := newHarness(t)
+	h.create(t, "c1")
+	sys := h.backend.system("c1")
+	sys.shutdownErr = errdefs.ErrUnavailable
+	h.start(t, "c1", "")
+	if _, err := h.svc.Kill(h.ctx, &taskAPI.KillRequest{ID: "c1", Signal: uint32(syscall.SIGKILL)}); err != nil {
+		t.Fatal(err)
+	}
+	if w := h.wait(t, "c1", ""); w.ExitStatus != 137 {
+		t.Errorf("exit after SIGKILL %d, want 137", w.ExitStatus)
+	}
+	if !sys.terminated || !sys.closed {
+		t.Errorf("terminated %v closed %v; want both after a failed shutdown", sys.terminated, sys.closed)
+	}
+}
+
+func TestKillAllEndsExecs(t *testing.T) {
+	h := newHarness(t)
+	h.create(t, "c1")
+	h.start(t, "c1", "")
+	h.exec(t, "c1", "e1")
+	h.start(t, "c1", "e1")
+	sys := h.backend.system("c1")
+	if _, err := h.svc.Kill(h.ctx, &taskAPI.KillRequest{ID: "c1", Signal: uint32(syscall.SIGKILL), All: true}); err != nil {
+		t.Fatal(err)
+	}
+	if w := h.wait(t, "c1", "e1"); w.ExitStatus != 137 {
+		t.Errorf("exec exit %d after kill all, want 137", w.ExitStatus)
+	}
+	h.wait(t, "c1", "")
+	if !sys.closed {
+		t.Error("system not released")
+	}
+}
+
+func TestErrors(t *testing.T) {
+	h := newHarness(t)
+	h.create(t, "c1")
+	tests := []struct {
+		name  string
+		call  func() error
+		class func(error) bool
+	}{
+		{"create existing", func() error {
+			return second(h.svc.Create(h.ctx, &taskAPI.CreateTaskRequest{ID: "c1", Bundle: bundle(t, nil)}))
+		}, errdefs.IsAlreadyExists},
+		{"create Linux spec", func() error {
+			b := bundle(t, func(s *specs.Spec) { s.Linux = &specs.Linux{} })
+			return second(h.svc.Create(h.ctx, &taskAPI.CreateTaskRequest{ID: "c2", Bundle: b}))
+		}, errdefs.IsInvalidArgument},
+		{"create without bundle", func() error {
+			return second(h.svc.Create(h.ctx, &taskAPI.CreateTaskRequest{ID: "c3", Bundle: t.TempDir()}))
+		}, errdefs.IsNotFound},
+		{"state of unknown task", func() error { return second(h.svc.State(h.ctx, &taskAPI.StateRequest{ID: "nope"})) }, errdefs.IsNotFound},
+		{"kill unknown exec", func() error {
+			return second(h.svc.Kill(h.ctx, &taskAPI.KillRequest{ID: "c1", ExecID: "nope", Signal: 9}))
+		}, errdefs.IsNotFound},
+		{"exec in created task", func() error {
+			return second(h.svc.Exec(h.ctx, &taskAPI.ExecProcessRequest{ID: "c1", ExecID: "e", Spec: &anypb.Any{Value: []byte(`{}`)}}))
+		}, errdefs.IsFailedPrecondition},
+		{"kill with SIGHUP", func() error {
+			return second(h.svc.Kill(h.ctx, &taskAPI.KillRequest{ID: "c1", Signal: uint32(syscall.SIGHUP)}))
+		}, errdefs.IsFailedPrecondition},
+		{"pause", func() error { return second(h.svc.Pause(h.ctx, &taskAPI.PauseRequest{ID: "c1"})) }, errdefs.IsNotImplemented},
+		{"resume", func() error { return second(h.svc.Resume(h.ctx, &taskAPI.ResumeRequest{ID: "c1"})) }, errdefs.IsNotImplemented},
+		{"checkpoint", func() error { return second(h.svc.Checkpoint(h.ctx, &taskAPI.CheckpointTaskRequest{ID: "c1"})) }, errdefs.IsNotImplemented},
+		{"update without resources", func() error { return second(h.svc.Update(h.ctx, &taskAPI.UpdateTaskRequest{ID: "c1"})) }, errdefs.IsInvalidArgument},
+		{"update with two CPU limits", func() error {
+			count, shares := uint64(2), uint16(500)
+			return second(h.svc.Update(h.ctx, &taskAPI.UpdateTaskRequest{ID: "c1", Resources: windowsResources(t, &specs.WindowsResources{CPU: &specs.WindowsCPUResources{Count: &count, Shares: &shares}})}))
+		}, errdefs.IsInvalidArgument},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) { is(t, tc.call(), tc.class, tc.name) })
+	}
+}
+
+func TestDeleteOfCreatedTaskReleasesSystem(t *testing.T) {
+	h := newHarness(t)
+	h.create(t, "c1")
+	if _, err := h.svc.Delete(h.ctx, &taskAPI.DeleteRequest{ID: "c1"}); err != nil {
+		t.Fatal(err)
+	}
+	if sys := h.backend.system("c1"); !sys.closed {
+		t.Error("deleting a never-started task left its compute system open")
+	}
+}
+
+func TestUpdateAndStats(t *testing.T) {
+	h := newHarness(t)
+	h.create(t, "c1")
+	h.start(t, "c1", "")
+	limit := uint64(512 << 20)
+	maximum := uint16(5000)
+	_, err := h.svc.Update(h.ctx, &taskAPI.UpdateTaskRequest{ID: "c1", Resources: windowsResources(t, &specs.WindowsResources{
+		Memory: &specs.WindowsMemoryResources{Limit: &limit},
+		CPU:    &specs.WindowsCPUResources{Maximum: &maximum},
+	})})
+	if err != nil {
+		t.Fatal(err)
+	}
+	sys := h.backend.system("c1")
+	if len(sys.modified) != 1 || sys.modified[0].MemoryLimitBytes != limit || sys.modified[0].CPUMaximum != maximum {
+		t.Errorf("modify: %+v", sys.modified)
+	}
+
+	resp, err := h.svc.Stats(h.ctx, &taskAPI.StatsRequest{ID: "c1"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	v, err := typeurl.UnmarshalAny(resp.Stats)
+	if err != nil {
+		t.Fatal(err)
+	}
+	w, ok := v.(*wstats.Statistics)
+	if !ok || w.GetWindows().GetProcessor().GetTotalRuntimeNS() != 5e6 || w.GetWindows().GetMemory().GetMemoryUsagePrivateWorkingSetBytes() != 1<<19 {
+		t.Errorf("stats %T %v", v, v)
+	}
+
+	pids, err := h.svc.Pids(h.ctx, &taskAPI.PidsRequest{ID: "c1"})
+	if err != nil || len(pids.Processes) != 1 || pids.Processes[0].Pid != 1000 {
+		t.Errorf("pids %v, %v", pids, err)
+	}
+	sys.proc(0).exit(0)
+	h.wait(t, "c1", "")
+}
+
+// containerd 1.7 speaks task v2; the same service answers it over ttrpc.
+func TestTaskV2OverTTRPC(t *testing.T) {
+	h := newHarness(t)
+	server, err := ttrpc.NewServer()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := h.svc.RegisterTTRPC(server); err != nil {
+		t.Fatal(err)
+	}
+	sock := filepath.Join(t.TempDir(), "s")
+	l, err := net.Listen("unix", sock)
+	if err != nil {
+		t.Fatal(err)
+	}
+	go server.Serve(h.ctx, l)
+	t.Cleanup(func() { server.Close() })
+	conn, err := net.Dial("unix", sock)
+	if err != nil {
+		t.Fatal(err)
+	}
+	client := ttrpc.NewClient(conn)
+	t.Cleanup(func() { client.Close() })
+	v2c := taskv2.NewTTRPCTaskClient(client)
+
+	if _, err := v2c.Create(h.ctx, &taskv2.CreateTaskRequest{ID: "c1", Bundle: bundle(t, nil)}); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := v2c.Start(h.ctx, &taskv2.StartRequest{ID: "c1"}); err != nil {
+		t.Fatal(err)
+	}
+	st, err := v2c.State(h.ctx, &taskv2.StateRequest{ID: "c1"})
+	if err != nil || st.Status != task.Status_RUNNING || st.Pid != 1000 {
+		t.Fatalf("v2 state %+v, %v", st, err)
+	}
+	_, err = v2c.State(h.ctx, &taskv2.StateRequest{ID: "nope"})
+	is(t, err, errdefs.IsNotFound, "v2 state of unknown task")
+	h.backend.system("c1").proc(0).exit(4)
+	w, err := v2c.Wait(h.ctx, &taskv2.WaitRequest{ID: "c1"})
+	if err != nil || w.ExitStatus != 4 {
+		t.Fatalf("v2 wait %+v, %v", w, err)
+	}
+}
+
+func windowsResources(t *testing.T, r *specs.WindowsResources) *anypb.Any {
+	t.Helper()
+	b, err := json.Marshal(r)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return &anypb.Any{TypeUrl: "types.containerd.io/opencontainers/runtime-spec/1/WindowsResources", Value: b}
+}
+
+func second[T any](_ T, err error) error { return err }

@@ -1,0 +1,40 @@
+package task
+
+import (
+	"time"
+
+	wstats "github.com/Microsoft/hcsshim/cmd/containerd-shim-runhcs-v1/stats"
+	"google.golang.org/protobuf/types/known/timestamppb"
+
+	"github.com/winproc/winproc/shim/compute"
+)
+
+// statistics converts the seam's statistics to runhcs's proto.
+func statistics(st *compute.Stats) *wstats.Statistics {
+	w := &wstats.WindowsContainerStatistics{
+		UptimeNS: uint64(st.Uptime / time.Nanosecond),
+		Processor: &wstats.WindowsContainerProcessorStatistics{
+			TotalRuntimeNS:  st.CPU.TotalRuntimeNS,
+			RuntimeUserNS:   st.CPU.RuntimeUserNS,
+			RuntimeKernelNS: st.CPU.RuntimeKernelNS,
+		},
+		Memory: &wstats.WindowsContainerMemoryStatistics{
+			MemoryUsageCommitBytes:            st.Memory.CommitBytes,
+			MemoryUsageCommitPeakBytes:        st.Memory.CommitPeakBytes,
+			MemoryUsagePrivateWorkingSetBytes: st.Memory.PrivateWorkingSetBytes,
+		},
+		Storage: &wstats.WindowsContainerStorageStatistics{
+			ReadCountNormalized:  st.Storage.ReadCount,
+			ReadSizeBytes:        st.Storage.ReadBytes,
+			WriteCountNormalized: st.Storage.WriteCount,
+			WriteSizeBytes:       st.Storage.WriteBytes,
+		},
+	}
+	if !st.Timestamp.IsZero() {
+		w.Timestamp = timestamppb.New(st.Timestamp)
+	}
+	if !st.ContainerStartTime.IsZero() {
+		w.ContainerStartTime = timestamppb.New(st.ContainerStartTime)
+	}
+	return &wstats.Statistics{Container: &wstats.Statistics_Windows{Windows: w}}
+}
