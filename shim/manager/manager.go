@@ -1,0 +1,112 @@
+// Package manager is the shim binary's side of containerd's runtime v2
+// bootstrap (pkg/shim's Shim interface): `start` finds or launches the shim
+// that serves a task, `delete` cleans up after a shim that died, `-info`
+// describes the runtime.
+//
+// One shim serves a whole pod, as runhcs does: a container whose spec
+// carries io.kubernetes.cri.sandbox-id joins the shim of that sandbox;
+// a container without CRI annotations gets a shim of its own.
+package manager
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"time"
+
+	apitypes "github.com/containerd/containerd/api/types"
+	"github.com/containerd/containerd/v2/pkg/shim"
+	"github.com/containerd/errdefs"
+	"github.com/containerd/log"
+
+	"github.com/winproc/winproc/internal/version"
+	"github.com/winproc/winproc/shim/compute"
+)
+
+// sandboxIDAnnotation groups a pod's containers into its sandbox's shim.
+const sandboxIDAnnotation = "io.kubernetes.cri.sandbox-id"
+
+// deleteTimeout bounds the clean-up of a dead shim's compute system.
+const deleteTimeout = 60 * time.Second
+
+// Manager implements pkg/shim's Shim.
+type Manager struct {
+	name string
+	// open returns the compute backend, for cleaning up after a dead shim.
+	open func(ctx context.Context) (compute.Backend, error)
+}
+
+var _ shim.Shim = (*Manager)(nil)
+
+// New returns the manager of runtime name.
+func New(name string, open func(ctx context.Context) (compute.Backend, error)) *Manager {
+	return &Manager{name: name, open: open}
+}
+
+// Name is the runtime type, e.g. io.containerd.winproc.v2.
+func (m *Manager) Name() string { return m.name }
+
+// Info describes the runtime for `containerd-shim-winproc-v2 -info`.
+func (m *Manager) Info(context.Context, io.Reader) (*apitypes.RuntimeInfo, error) {
+	return &apitypes.RuntimeInfo{
+		Name:    m.name,
+		Version: &apitypes.RuntimeVersion{Version: version.Version},
+	}, nil
+}
+
+// Stop is `delete`: containerd runs it in the bundle of a task whose shim is
+// gone, to release what the shim held. It ends the task's compute system if
+// one is left and reports the task as killed (exit status 255, as runhcs).
+func (m *Manager) Stop(ctx context.Context, id string) (shim.StopStatus, error) {
+	ctx, cancel := context.WithTimeout(ctx, deleteTimeout)
+	defer cancel()
+	status := shim.StopStatus{ExitStatus: 255, ExitedAt: time.Now()}
+	backend, err := m.open(ctx)
+	if err != nil {
+		return status, fmt.Errorf("open compute backend to clean up task %s: %w", id, err)
+	}
+	sys, err := backend.Open(ctx, id)
+	if errdefs.IsNotFound(err) {
+		return status, nil
+	}
+	if err != nil {
+		return status, fmt.Errorf("open compute system of task %s: %w", id, err)
+	}
+	var errs []error
+	if err := sys.Terminate(ctx); err != nil && !errdefs.IsNotFound(err) {
+		errs = append(errs, fmt.Errorf("terminate compute system of task %s: %w", id, err))
+	}
+	select {
+	case <-sys.Wait():
+	case <-ctx.Done():
+		errs = append(errs, fmt.Errorf("compute system of task %s did not stop: %w", id, ctx.Err()))
+	}
+	if err := sys.Close(); err != nil {
+		errs = append(errs, fmt.Errorf("release compute system of task %s: %w", id, err))
+	}
+	if len(errs) == 0 {
+		log.G(ctx).WithField("task", id).Info("cleaned up the compute system of a dead shim")
+	}
+	return status, errors.Join(errs...)
+}
+
+// group returns the shim a task belongs to: its pod's sandbox, or itself.
+func group(id string) (string, error) {
+	b, err := os.ReadFile("config.json")
+	if err != nil {
+		return "", fmt.Errorf("read the bundle's config.json: %w", err)
+	}
+	var spec struct {
+		Annotations map[string]string `json:"annotations"`
+	}
+	if err := json.Unmarshal(b, &spec); err != nil {
+		return "", fmt.Errorf("decode the bundle's config.json: %w", err)
+	}
+	if sandbox := spec.Annotations[sandboxIDAnnotation]; sandbox != "" {
+		return sandbox, nil
+	}
+	return id, nil
+}

@@ -1,0 +1,62 @@
+//go:build windows
+
+package manager
+
+import (
+	"context"
+	"crypto/sha256"
+	"encoding/hex"
+	"fmt"
+	"os"
+	"os/exec"
+	"time"
+
+	"github.com/Microsoft/go-winio"
+	bootapi "github.com/containerd/containerd/api/runtime/bootstrap/v1"
+	"github.com/containerd/containerd/v2/pkg/namespaces"
+)
+
+// Start returns the named pipe of the shim serving the task: the running
+// shim of its pod, or a new shim told to serve on that pipe (pkg/shim
+// creates it; `start` returns once it answers).
+func (m *Manager) Start(ctx context.Context, params *bootapi.BootstrapParams) (*bootapi.BootstrapResult, error) {
+	id := params.GetInstanceID()
+	grouping, err := group(id)
+	if err != nil {
+		return nil, err
+	}
+	ns, err := namespaces.NamespaceRequired(ctx)
+	if err != nil {
+		return nil, err
+	}
+	sum := sha256.Sum256([]byte(ns + "/" + grouping))
+	address := `\\.\pipe\winproc-shim-` + hex.EncodeToString(sum[:12])
+	result := &bootapi.BootstrapResult{Version: 3, Protocol: "ttrpc", Address: address}
+
+	timeout := 100 * time.Millisecond
+	if c, err := winio.DialPipe(address, &timeout); err == nil {
+		// The pod's shim is running: the task joins it.
+		c.Close()
+		return result, nil
+	}
+
+	self, err := os.Executable()
+	if err != nil {
+		return nil, err
+	}
+	cwd, err := os.Getwd()
+	if err != nil {
+		return nil, err
+	}
+	args := []string{"-namespace", ns, "-id", id, "-address", params.GetContainerdGrpcAddress(), "-socket", address}
+	if params.GetLogLevel() <= bootapi.LogLevel_LOG_LEVEL_DEBUG {
+		args = append(args, "-debug")
+	}
+	cmd := exec.Command(self, args...)
+	cmd.Dir = cwd
+	if err := cmd.Start(); err != nil {
+		return nil, fmt.Errorf("launch shim for %s: %w", grouping, err)
+	}
+	go cmd.Wait()
+	return result, nil
+}
