@@ -1,0 +1,233 @@
+//go:build linux
+
+package main
+
+import (
+	"context"
+	"errors"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/winproc/winproc/internal/winetest"
+)
+
+// These tests run winproc-testapp as a real process: natively, and as the
+// Windows executable under Wine, stopped with signals the way a container
+// runtime stops it (Wine turns SIGINT into CTRL_C_EVENT).
+
+const pkg = "github.com/winproc/winproc/cmd/winproc-testapp"
+
+// launcher makes commands that run the program; the binary is built once in
+// setup, for all of a launcher's cases.
+type launcher struct {
+	name  string
+	setup func(t *testing.T) func(ctx context.Context, t *testing.T, args ...string) *exec.Cmd
+	// ready bounds the wait for a first line: the first Wine process in a
+	// prefix takes a while to start.
+	ready time.Duration
+}
+
+var launchers = []launcher{
+	{name: "native", ready: 10 * time.Second, setup: func(t *testing.T) func(context.Context, *testing.T, ...string) *exec.Cmd {
+		exe := filepath.Join(t.TempDir(), "winproc-testapp")
+		if b, err := exec.Command("go", "build", "-o", exe, pkg).CombinedOutput(); err != nil {
+			t.Fatalf("go build: %v\n%s", err, b)
+		}
+		return func(ctx context.Context, t *testing.T, args ...string) *exec.Cmd {
+			return exec.CommandContext(ctx, exe, args...)
+		}
+	}},
+	{name: "wine", ready: 60 * time.Second, setup: func(t *testing.T) func(context.Context, *testing.T, ...string) *exec.Cmd {
+		prefix := winetest.Prefix(t)
+		exe := winetest.BuildExe(t, pkg)
+		return func(ctx context.Context, t *testing.T, args ...string) *exec.Cmd {
+			return winetest.Command(ctx, t, prefix, exe, args...)
+		}
+	}},
+}
+
+// proc is a started process whose stdout the test watches.
+type proc struct {
+	cmd            *exec.Cmd
+	stdout, stderr *syncBuffer
+	exited         chan struct{} // closed once Wait has returned err
+	err            error
+}
+
+func startProc(t *testing.T, cmd *exec.Cmd) *proc {
+	t.Helper()
+	p := &proc{cmd: cmd, stdout: &syncBuffer{}, stderr: &syncBuffer{}, exited: make(chan struct{})}
+	cmd.Stdout, cmd.Stderr = p.stdout, p.stderr
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	go func() {
+		p.err = cmd.Wait()
+		close(p.exited)
+	}()
+	t.Cleanup(func() {
+		select {
+		case <-p.exited:
+		default:
+			cmd.Process.Kill()
+			<-p.exited
+		}
+	})
+	return p
+}
+
+// wait returns the exit status once the process has exited.
+func (p *proc) wait(t *testing.T, timeout time.Duration) int {
+	t.Helper()
+	select {
+	case <-p.exited:
+	case <-time.After(timeout):
+		t.Fatalf("still running after %v; stdout %q, stderr %q", timeout, p.stdout, p.stderr)
+	}
+	var ee *exec.ExitError
+	if errors.As(p.err, &ee) {
+		if !ee.Exited() {
+			t.Fatalf("%v; stdout %q, stderr %q", p.err, p.stdout, p.stderr)
+		}
+		return ee.ExitCode()
+	}
+	if p.err != nil {
+		t.Fatal(p.err)
+	}
+	return 0
+}
+
+func TestProcess(t *testing.T) {
+	for _, l := range launchers {
+		t.Run(l.name, func(t *testing.T) {
+			command := l.setup(t)
+			// Each case gets its own context: CommandContext kills a process
+			// a failed case leaves behind.
+			newCmd := func(t *testing.T, args ...string) *exec.Cmd {
+				ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+				t.Cleanup(cancel)
+				return command(ctx, t, args...)
+			}
+
+			t.Run("exit 7", func(t *testing.T) {
+				t.Parallel()
+				p := startProc(t, newCmd(t, "exit", "7"))
+				if code := p.wait(t, l.ready); code != 7 {
+					t.Errorf("exit status %d, want 7 (stderr %q)", code, p.stderr)
+				}
+			})
+
+			t.Run("bad flag", func(t *testing.T) {
+				t.Parallel()
+				p := startProc(t, newCmd(t, "-bogus"))
+				if code := p.wait(t, l.ready); code != 2 {
+					t.Errorf("exit status %d, want 2", code)
+				}
+				if !strings.Contains(p.stderr.String(), "usage: winproc-testapp") || p.stdout.String() != "" {
+					t.Errorf("stdout %q, stderr %q; want usage on stderr only", p.stdout, p.stderr)
+				}
+			})
+
+			t.Run("echo", func(t *testing.T) {
+				t.Parallel()
+				cmd := newCmd(t, "echo")
+				in := "hello\r\nfrom stdin\nno newline"
+				cmd.Stdin = strings.NewReader(in)
+				p := startProc(t, cmd)
+				if code := p.wait(t, l.ready); code != 0 || p.stdout.String() != in {
+					t.Errorf("exit status %d, stdout %q; want 0, %q (stderr %q)", code, p.stdout, in, p.stderr)
+				}
+			})
+
+			t.Run("env", func(t *testing.T) {
+				t.Parallel()
+				cmd := newCmd(t, "env")
+				cmd.Dir = t.TempDir()
+				if cmd.Env == nil {
+					cmd.Env = os.Environ()
+				}
+				cmd.Env = append(cmd.Env, "WINPROC_TESTAPP_PROBE=a b=c")
+				p := startProc(t, cmd)
+				if code := p.wait(t, l.ready); code != 0 {
+					t.Fatalf("exit status %d (stderr %q)", code, p.stderr)
+				}
+				out := p.stdout.String()
+				lines := strings.Split(strings.TrimRight(out, "\r\n"), "\n")
+				if !strings.Contains(out, "\nWINPROC_TESTAPP_PROBE=a b=c\n") || len(lines) < 3 {
+					t.Fatalf("stdout %q lacks the variable the test set", out)
+				}
+				cwd, user := lines[len(lines)-2], lines[len(lines)-1]
+				if !strings.HasPrefix(cwd, "cwd=") || !strings.HasSuffix(cwd, filepath.Base(cmd.Dir)) {
+					t.Errorf("cwd line %q, want the directory %s", cwd, cmd.Dir)
+				}
+				if !strings.HasPrefix(user, "user=") {
+					t.Errorf("last line %q, want user=", user)
+				}
+			})
+
+			stops := []struct {
+				sig  syscall.Signal
+				want string
+			}{{syscall.SIGINT, "CTRL_C_EVENT"}}
+			if l.name == "native" {
+				// Wine ends a process on SIGTERM without a console event.
+				stops = append(stops, struct {
+					sig  syscall.Signal
+					want string
+				}{syscall.SIGTERM, "CTRL_SHUTDOWN_EVENT"})
+			}
+			for _, stop := range stops {
+				t.Run("console "+stop.sig.String(), func(t *testing.T) {
+					t.Parallel()
+					p := startProc(t, newCmd(t, "console", "-exit-code", "3"))
+					waitLine(t, p.stdout, "ready", p.exited, l.ready)
+					if err := p.cmd.Process.Signal(stop.sig); err != nil {
+						t.Fatal(err)
+					}
+					if code := p.wait(t, 10*time.Second); code != 3 {
+						t.Errorf("exit status %d, want 3 (stderr %q)", code, p.stderr)
+					}
+					if want := "ready\ngot " + stop.want + "\n"; p.stdout.String() != want {
+						t.Errorf("stdout %q, want %q", p.stdout, want)
+					}
+				})
+
+				t.Run("serve "+stop.sig.String(), func(t *testing.T) {
+					t.Parallel()
+					p := startProc(t, newCmd(t, "serve", "-addr", "127.0.0.1:0"))
+					addr := waitLine(t, p.stdout, "listening on ", p.exited, l.ready)
+					if code, body := get(t, "http://"+addr+"/"); code != 200 || !strings.HasPrefix(body, "hello from winproc-testapp (pid ") {
+						t.Errorf("GET /: %d %q", code, body)
+					}
+					if err := p.cmd.Process.Signal(stop.sig); err != nil {
+						t.Fatal(err)
+					}
+					if code := p.wait(t, 10*time.Second); code != 0 {
+						t.Errorf("exit status %d, want 0 (stderr %q)", code, p.stderr)
+					}
+					out := p.stdout.String()
+					if !strings.Contains(out, " GET / 200 ") || !strings.HasSuffix(out, "\nstopping: "+stop.want+"\n") {
+						t.Errorf("stdout %q, want the request logged, then stopping: %s", out, stop.want)
+					}
+				})
+			}
+
+			t.Run("serve exit", func(t *testing.T) {
+				t.Parallel()
+				p := startProc(t, newCmd(t, "serve", "-addr", "127.0.0.1:0"))
+				addr := waitLine(t, p.stdout, "listening on ", p.exited, l.ready)
+				if code, body := get(t, "http://"+addr+"/exit?code=9"); code != 200 || body != "exiting with status 9\n" {
+					t.Errorf("GET /exit?code=9: %d %q", code, body)
+				}
+				if code := p.wait(t, 10*time.Second); code != 9 {
+					t.Errorf("exit status %d, want 9 (stderr %q)", code, p.stderr)
+				}
+			})
+		})
+	}
+}
