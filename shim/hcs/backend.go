@@ -1,0 +1,365 @@
+package hcs
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"runtime"
+	"time"
+
+	"github.com/containerd/errdefs"
+	"github.com/containerd/log"
+
+	"github.com/winproc/winproc/shim/compute"
+)
+
+// hcsAPI is the part of hcsshim's public API the backend uses. On Windows,
+// windowsAPI implements it with the root hcsshim package, hcn and osversion;
+// tests use a fake. Its documents are the schema-v1 mirrors of config.go and
+// stats.go.
+type hcsAPI interface {
+	// createContainer is hcsshim.CreateContainer.
+	createContainer(id string, c *containerConfig) (hcsContainer, error)
+	// openContainer is hcsshim.OpenContainer.
+	openContainer(id string) (hcsContainer, error)
+	// layerID is hcsshim.NameToGuid(name).ToString().
+	layerID(name string) (string, error)
+	// activateLayer, prepareLayer, layerMountPath, unprepareLayer and
+	// deactivateLayer are hcsshim's layer functions on the layer directory
+	// path.
+	activateLayer(path string) error
+	prepareLayer(path string, parents []string) error
+	layerMountPath(path string) (string, error)
+	unprepareLayer(path string) error
+	deactivateLayer(path string) error
+	// namespaceEndpoints is hcn.GetNamespaceEndpointIds.
+	namespaceEndpoints(namespace string) ([]string, error)
+	// hostBuild is osversion.Build().
+	hostBuild() uint16
+	// facts reads an error returned by any of these methods.
+	facts(err error) errFacts
+}
+
+// hcsContainer is hcsshim.Container, as far as the backend uses it.
+type hcsContainer interface {
+	Start() error
+	// Shutdown and Terminate return hcsshim's pending error when HCS
+	// accepted the request.
+	Shutdown() error
+	Terminate() error
+	// Wait returns when the system has stopped, or when Close closed the
+	// handle (an already-closed error).
+	Wait() error
+	Statistics() (statistics, error)
+	ProcessList() ([]processListItem, error)
+	CreateProcess(c *processConfig) (hcsProcess, error)
+	Close() error
+}
+
+// hcsProcess is hcsshim.Process, as far as the backend uses it; an
+// hcsshim.Process satisfies it as is.
+type hcsProcess interface {
+	Pid() int
+	Kill() error
+	// Wait returns when the process has exited, or when Close closed the
+	// handle.
+	Wait() error
+	ExitCode() (int, error)
+	ResizeConsole(width, height uint16) error
+	// Stdio hands over the pipes HCS created; the caller closes them. A
+	// pipe that was not requested is nil.
+	Stdio() (io.WriteCloser, io.ReadCloser, io.ReadCloser, error)
+	CloseStdin() error
+	Close() error
+}
+
+// Options configure the HCS backend.
+type Options struct {
+	// StateDir holds a small record per system the backend created (see
+	// record.go), naming the scratch layer it activated, so that a system
+	// opened by a later shim (containerd's `shim delete` after a dead shim)
+	// releases the scratch when it is closed. The serving shim and the
+	// delete subcommand must use the same directory, one that outlives a
+	// shim, such as a directory under containerd's state root. "" keeps no
+	// records: Close of an opened system then cannot release its scratch.
+	StateDir string
+	// DrainTimeout bounds how long a process's output is still copied
+	// after the process exited (a grandchild may hold the pipes open);
+	// 0 is DefaultDrainTimeout.
+	DrainTimeout time.Duration
+}
+
+const (
+	// DefaultDrainTimeout is runhcs's CopyAfterExitTimeout.
+	DefaultDrainTimeout = time.Second
+	// lostProcessTimeout is how long a process may still run once its
+	// system has stopped and it was killed, before the backend stops
+	// waiting for HCS to report its exit.
+	lostProcessTimeout = 10 * time.Second
+	// closeWaitTimeout bounds how long Close waits for the system's wait
+	// to notice the closed handle.
+	closeWaitTimeout = 5 * time.Second
+	// layerAttempts and layerRetryDelay are hcsshim's retry of scratch
+	// activation on ERROR_NOT_READY and ERROR_DEVICE_NOT_CONNECTED.
+	layerAttempts   = 5
+	layerRetryDelay = 100 * time.Millisecond
+)
+
+// Backend is the compute.Backend of Windows: process-isolated containers
+// through hcsshim's public schema-v1 API. It is safe for concurrent use.
+type Backend struct {
+	api     hcsAPI
+	records records
+	drain   time.Duration
+	// Timings, shortened by tests.
+	lostProcessTimeout time.Duration
+	closeWaitTimeout   time.Duration
+	layerRetryDelay    time.Duration
+}
+
+var _ compute.Backend = (*Backend)(nil)
+
+func newBackend(api hcsAPI, opts Options) *Backend {
+	drain := opts.DrainTimeout
+	if drain <= 0 {
+		drain = DefaultDrainTimeout
+	}
+	return &Backend{
+		api:                api,
+		records:            records{dir: opts.StateDir},
+		drain:              drain,
+		lostProcessTimeout: lostProcessTimeout,
+		closeWaitTimeout:   closeWaitTimeout,
+		layerRetryDelay:    layerRetryDelay,
+	}
+}
+
+// HostCPUs is the number of logical processors Go sees.
+func (b *Backend) HostCPUs() int {
+	return runtime.NumCPU()
+}
+
+// Create mounts the scratch layer over the image layers, then creates the
+// compute system id; it does not start it. On failure everything done is
+// undone in reverse order. The order, as containerd's and runhcs's process
+// isolation path:
+//
+//  1. refuse what schema v1 or the host cannot do (checkSettings);
+//  2. refuse an existing system id (hcsshim.OpenContainer) before touching
+//     layers that system may be using;
+//  3. resolve the HNS namespace to its endpoints (hcn) and the image layers
+//     to their ids (NameToGuid);
+//  4. record the scratch (record.go);
+//  5. ActivateLayer(scratch), PrepareLayer(scratch, parents),
+//     GetLayerMountPath(scratch): the scratch volume;
+//  6. hcsshim.CreateContainer with the schema-v1 document.
+func (b *Backend) Create(ctx context.Context, id string, s *compute.Settings) (compute.System, error) {
+	if err := ctx.Err(); err != nil {
+		return nil, err
+	}
+	if err := checkID(id); err != nil {
+		return nil, err
+	}
+	if err := checkSettings(s, b.api.hostBuild()); err != nil {
+		return nil, fmt.Errorf("compute system %s: %w", id, err)
+	}
+	if c, err := b.api.openContainer(id); err == nil {
+		if cerr := c.Close(); cerr != nil {
+			log.G(ctx).WithError(cerr).WithField("id", id).Warn("close the existing compute system")
+		}
+		return nil, fmt.Errorf("compute system %s: %w", id, errdefs.ErrAlreadyExists)
+	} else if f := b.api.facts(err); !f.NotExist {
+		return nil, classify(fmt.Sprintf("look for an existing compute system %s", id), err, f)
+	}
+
+	endpoints, err := b.endpoints(s.Network)
+	if err != nil {
+		return nil, fmt.Errorf("compute system %s: %w", id, err)
+	}
+	layers := make([]layerRef, 0, len(s.Layers.Parents))
+	for _, p := range s.Layers.Parents {
+		lid, err := b.api.layerID(layerName(p))
+		if err != nil {
+			return nil, classify(fmt.Sprintf("layer id of %s", p), err, b.api.facts(err))
+		}
+		layers = append(layers, layerRef{ID: lid, Path: p})
+	}
+	cfg := buildContainerConfig(id, s, layers, endpoints)
+
+	b.releaseStale(ctx, id)
+	if err := b.records.write(record{ID: id, Scratch: s.Layers.Scratch}); err != nil {
+		return nil, err
+	}
+	mount, err := b.mountScratch(ctx, s.Layers.Scratch, s.Layers.Parents)
+	if err != nil {
+		b.removeRecord(ctx, id)
+		return nil, fmt.Errorf("compute system %s: %w", id, err)
+	}
+	cfg.VolumePath = volumePath(mount)
+
+	if err := ctx.Err(); err != nil {
+		b.unmountScratch(ctx, id, s.Layers.Scratch)
+		return nil, err
+	}
+	c, err := b.api.createContainer(id, cfg)
+	if err != nil {
+		b.unmountScratch(ctx, id, s.Layers.Scratch)
+		return nil, classify(fmt.Sprintf("create compute system %s", id), err, b.api.facts(err))
+	}
+	return newSystem(b, id, c, s.Layers.Scratch), nil
+}
+
+// endpoints is the EndpointList of n: its endpoints and its namespace's.
+func (b *Backend) endpoints(n compute.Network) ([]string, error) {
+	var fromNamespace []string
+	if n.Namespace != "" {
+		eps, err := b.api.namespaceEndpoints(n.Namespace)
+		if err != nil {
+			return nil, classify(fmt.Sprintf("endpoints of HNS namespace %s", n.Namespace), err, b.api.facts(err))
+		}
+		fromNamespace = eps
+	}
+	return mergeEndpoints(n.Endpoints, fromNamespace), nil
+}
+
+// mountScratch activates and prepares the scratch over its parents and
+// returns its volume, undoing what it did on failure. Activation and
+// preparation are retried as hcsshim does when a loopback VHD is not ready.
+func (b *Backend) mountScratch(ctx context.Context, scratch string, parents []string) (string, error) {
+	for attempt := 1; ; attempt++ {
+		op, err := b.activateAndPrepare(scratch, parents)
+		if err == nil {
+			break
+		}
+		f := b.api.facts(err)
+		if !f.LayerNotReady || attempt == layerAttempts {
+			return "", classify(fmt.Sprintf("%s scratch layer %s", op, scratch), err, f)
+		}
+		log.G(ctx).WithError(err).WithField("scratch", scratch).Warnf("%s scratch layer: not ready; retrying", op)
+		select {
+		case <-time.After(b.layerRetryDelay):
+		case <-ctx.Done():
+			return "", ctx.Err()
+		}
+	}
+	mount, err := b.api.layerMountPath(scratch)
+	if err != nil {
+		err = classify(fmt.Sprintf("volume of scratch layer %s", scratch), err, b.api.facts(err))
+	} else if volumePath(mount) == "" {
+		err = fmt.Errorf("the scratch layer %s has no volume once activated: is it a process-isolation scratch (sandbox.vhdx)?: %w", scratch, errdefs.ErrFailedPrecondition)
+	}
+	if err != nil {
+		if uerr := b.releaseScratch(scratch); uerr != nil {
+			log.G(ctx).WithError(uerr).WithField("scratch", scratch).Warn("release the scratch layer after a failure")
+		}
+		return "", err
+	}
+	return mount, nil
+}
+
+// activateAndPrepare is ActivateLayer then PrepareLayer, deactivating
+// again when the prepare fails. It returns the step that failed and
+// hcsshim's error.
+func (b *Backend) activateAndPrepare(scratch string, parents []string) (string, error) {
+	if err := b.api.activateLayer(scratch); err != nil {
+		return "activate", err
+	}
+	if err := b.api.prepareLayer(scratch, parents); err != nil {
+		if derr := b.api.deactivateLayer(scratch); derr != nil {
+			log.L.WithError(derr).WithField("scratch", scratch).Warn("deactivate the scratch layer after a failed prepare")
+		}
+		return "prepare", err
+	}
+	return "", nil
+}
+
+// releaseScratch undoes mountScratch: UnprepareLayer, then DeactivateLayer,
+// both attempted. The scratch is released once DeactivateLayer succeeded;
+// an UnprepareLayer error is still reported.
+func (b *Backend) releaseScratch(scratch string) error {
+	var errs []error
+	if err := b.api.unprepareLayer(scratch); err != nil {
+		errs = append(errs, classify(fmt.Sprintf("unprepare scratch layer %s", scratch), err, b.api.facts(err)))
+	}
+	if err := b.api.deactivateLayer(scratch); err != nil {
+		errs = append(errs, &deactivateError{classify(fmt.Sprintf("deactivate scratch layer %s", scratch), err, b.api.facts(err))})
+	}
+	return errors.Join(errs...)
+}
+
+// deactivateError marks a failed DeactivateLayer: the scratch is still
+// active, so its record stays.
+type deactivateError struct{ err error }
+
+func (e *deactivateError) Error() string { return e.err.Error() }
+func (e *deactivateError) Unwrap() error { return e.err }
+
+func stillActive(err error) bool {
+	var d *deactivateError
+	return errors.As(err, &d)
+}
+
+// unmountScratch releases the scratch of a system that was not created and
+// forgets it.
+func (b *Backend) unmountScratch(ctx context.Context, id, scratch string) {
+	err := b.releaseScratch(scratch)
+	if err != nil {
+		log.G(ctx).WithError(err).WithField("scratch", scratch).Warn("release the scratch layer after a failure")
+	}
+	if !stillActive(err) {
+		b.removeRecord(ctx, id)
+	}
+}
+
+// releaseStale releases the scratch recorded for id by a system that no
+// longer exists (its shim died, and no delete cleaned up): the caller has
+// just found no system id. Failures are logged only.
+func (b *Backend) releaseStale(ctx context.Context, id string) {
+	rec, err := b.records.read(id)
+	if err != nil {
+		log.G(ctx).WithError(err).Warn("ignore an unreadable layer record")
+		return
+	}
+	if rec == nil {
+		return
+	}
+	log.G(ctx).WithFields(log.Fields{"id": id, "scratch": rec.Scratch}).Info("releasing the scratch layer of a compute system that no longer exists")
+	b.unmountScratch(ctx, id, rec.Scratch)
+}
+
+func (b *Backend) removeRecord(ctx context.Context, id string) {
+	if err := b.records.remove(id); err != nil {
+		log.G(ctx).WithError(err).Warn("remove layer record")
+	}
+}
+
+// Open attaches to the existing system id (hcsshim.OpenContainer) for the
+// shim's delete subcommand. Its scratch comes from the record Create wrote;
+// Close releases it once the system has stopped. When the system no longer
+// exists, the recorded scratch is released here, since nothing else will
+// (the error is still errdefs.ErrNotFound).
+func (b *Backend) Open(ctx context.Context, id string) (compute.System, error) {
+	if err := checkID(id); err != nil {
+		return nil, err
+	}
+	c, err := b.api.openContainer(id)
+	if err != nil {
+		f := b.api.facts(err)
+		if f.NotExist {
+			b.releaseStale(ctx, id)
+		}
+		return nil, classify(fmt.Sprintf("open compute system %s", id), err, f)
+	}
+	scratch := ""
+	rec, err := b.records.read(id)
+	switch {
+	case err != nil:
+		log.G(ctx).WithError(err).Warn("ignore an unreadable layer record; the scratch layer will not be released")
+	case rec == nil:
+		log.G(ctx).WithField("id", id).Info("no layer record: closing this compute system will not release its scratch layer")
+	default:
+		scratch = rec.Scratch
+	}
+	return newSystem(b, id, c, scratch), nil
+}

@@ -1,0 +1,258 @@
+package hcs
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"sync"
+	"time"
+
+	"github.com/containerd/errdefs"
+	"github.com/containerd/log"
+
+	"github.com/winproc/winproc/shim/compute"
+)
+
+// process is a compute.Process over an hcsshim.Process.
+//
+// One goroutine (wait) owns hcsshim's Process.Wait: when it returns, the
+// exit code is read, output is drained for at most the backend's drain
+// timeout, and done is closed.
+type process struct {
+	sys      *system
+	hp       hcsProcess
+	pid      int
+	terminal bool
+	relay    *relay
+
+	exited chan struct{} // closed once HCS reported the exit
+	done   chan struct{} // closed once exited and the output is drained
+
+	mu      sync.Mutex
+	closed  bool
+	lost    bool // its system stopped and HCS never reported its exit
+	code    int
+	exitErr error
+}
+
+var _ compute.Process = (*process)(nil)
+
+func newProcess(s *system, hp hcsProcess, ps *compute.ProcessSettings, stdin io.WriteCloser, stdout, stderr io.ReadCloser) *process {
+	p := &process{
+		sys:      s,
+		hp:       hp,
+		pid:      hp.Pid(),
+		terminal: ps.Terminal,
+		exited:   make(chan struct{}),
+		done:     make(chan struct{}),
+	}
+	logger := log.L.WithFields(log.Fields{"id": s.id, "pid": p.pid})
+	p.relay = startRelay(stdin, stdout, stderr, ps.Stdin, ps.Stdout, ps.Stderr, hp.CloseStdin, logger)
+	return p
+}
+
+// wait owns Process.Wait.
+func (p *process) wait() {
+	werr := p.hp.Wait()
+	code, cerr := p.hp.ExitCode()
+	f := p.sys.b.api.facts(werr)
+	p.mu.Lock()
+	p.code, p.exitErr = processExit(p.pid, werr, f, code, cerr, p.closed, p.lost)
+	p.mu.Unlock()
+	close(p.exited)
+	p.sys.forget(p)
+	p.relay.closeStdinPipe()
+
+	t := time.NewTimer(p.sys.b.drain)
+	select {
+	case <-p.relay.outputDone:
+	case <-t.C:
+		log.L.WithFields(log.Fields{"id": p.sys.id, "pid": p.pid, "timeout": p.sys.b.drain}).
+			Warn("process output still open after its exit (held by a process it started?); no longer copied")
+		p.relay.closeOutput()
+	}
+	t.Stop()
+	close(p.done)
+}
+
+// processExit reads the end of Process.Wait and Process.ExitCode: the exit
+// code, or why there is none. closed is set when Close was called, lost
+// when the backend gave up on a process whose system stopped.
+//
+// hcsshim reports -1 with no error when HCS's last wait result was not
+// zero, and -1 with an error when the wait failed; an exit code is the
+// process's 32-bit exit status, which hcsshim gives as a non-negative int.
+func processExit(pid int, werr error, wf errFacts, code int, cerr error, closed, lost bool) (int, error) {
+	switch {
+	case werr != nil && wf.AlreadyClosed && lost:
+		return -1, fmt.Errorf("process %d: its compute system stopped and HCS never reported its exit: %w", pid, errdefs.ErrUnavailable)
+	case werr != nil && wf.AlreadyClosed && closed:
+		return -1, fmt.Errorf("process %d: closed before it exited: %w", pid, errdefs.ErrFailedPrecondition)
+	case werr != nil:
+		return -1, fmt.Errorf("process %d: waiting for its exit: %w: %w", pid, werr, errdefs.ErrUnavailable)
+	case cerr != nil:
+		return -1, fmt.Errorf("process %d: exit code: %w: %w", pid, cerr, errdefs.ErrUnavailable)
+	case code < 0:
+		return -1, fmt.Errorf("process %d: HCS reported no exit code: %w", pid, errdefs.ErrUnavailable)
+	}
+	return code, nil
+}
+
+// systemStopped runs when the process's system stopped before HCS reported
+// the process's exit. runhcs kills such a process to unblock its wait; if
+// even that does not end it, the handle is closed, which ends
+// Process.Wait, and the exit is recorded as lost.
+func (p *process) systemStopped() {
+	select {
+	case <-p.exited:
+		return
+	default:
+	}
+	if err := p.hp.Kill(); err != nil {
+		log.L.WithError(err).WithFields(log.Fields{"id": p.sys.id, "pid": p.pid}).Debug("kill a process of a stopped compute system")
+	}
+	t := time.NewTimer(p.sys.b.lostProcessTimeout)
+	defer t.Stop()
+	select {
+	case <-p.exited:
+	case <-t.C:
+		p.mu.Lock()
+		p.lost = true
+		p.mu.Unlock()
+		log.L.WithFields(log.Fields{"id": p.sys.id, "pid": p.pid}).Warn("no exit reported for a process of a stopped compute system; giving up on it")
+		if err := p.hp.Close(); err != nil {
+			log.L.WithError(err).Warn("close a lost process")
+		}
+	}
+}
+
+func (p *process) Pid() int { return p.pid }
+
+// check fails for a process that has exited (NotFound) or was closed
+// (FailedPrecondition).
+func (p *process) check() error {
+	p.mu.Lock()
+	closed := p.closed
+	p.mu.Unlock()
+	if closed {
+		return fmt.Errorf("process %d has been closed: %w", p.pid, errdefs.ErrFailedPrecondition)
+	}
+	select {
+	case <-p.exited:
+		return fmt.Errorf("process %d has exited: %w", p.pid, errdefs.ErrNotFound)
+	default:
+		return nil
+	}
+}
+
+func (p *process) fail(what string, err error) error {
+	return classify(fmt.Sprintf("%s process %d in compute system %s", what, p.pid, p.sys.id), err, p.sys.b.api.facts(err))
+}
+
+// Signal cannot deliver console control events: the public hcsshim.Process
+// has Kill only (runhcs signals through the internal HcsSignalProcess
+// path). It fails with compute.ErrNotSupported, and the shim falls back.
+func (p *process) Signal(ctx context.Context, s compute.Signal) error {
+	switch s {
+	case compute.CtrlC, compute.CtrlBreak, compute.CtrlShutdown:
+	default:
+		return invalid("process %d: %v is not a console control event", p.pid, s)
+	}
+	if err := p.check(); err != nil {
+		return err
+	}
+	return notSupported("process %d: %v: the public HCS schema-v1 API cannot send console control events", p.pid, s)
+}
+
+// Kill is Process.Kill (HCS's TerminateProcess).
+func (p *process) Kill(ctx context.Context) error {
+	if err := p.check(); err != nil {
+		return err
+	}
+	if err := p.hp.Kill(); err != nil {
+		return p.fail("kill", err)
+	}
+	return nil
+}
+
+// Wait is closed once the process has exited and its output has been
+// copied, or the drain timeout passed.
+func (p *process) Wait() <-chan struct{} { return p.done }
+
+// ExitCode is the exit code once Wait is closed.
+func (p *process) ExitCode() (int, error) {
+	select {
+	case <-p.done:
+	default:
+		return -1, fmt.Errorf("process %d has not exited: %w", p.pid, errdefs.ErrFailedPrecondition)
+	}
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	return p.code, p.exitErr
+}
+
+// ResizeConsole is Process.ResizeConsole.
+func (p *process) ResizeConsole(ctx context.Context, width, height uint16) error {
+	if err := p.check(); err != nil {
+		return err
+	}
+	if !p.terminal {
+		return fmt.Errorf("process %d has no console: %w", p.pid, errdefs.ErrFailedPrecondition)
+	}
+	if err := p.hp.ResizeConsole(width, height); err != nil {
+		return p.fail("resize the console of", err)
+	}
+	return nil
+}
+
+// CloseStdin closes the process's stdin now: Process.CloseStdin and the
+// backend's end of the pipe. Input the stdin copy has not written yet is
+// dropped; a caller that wants it delivered ends its Stdin instead (EOF),
+// and the copy closes stdin itself once it has written everything.
+func (p *process) CloseStdin(ctx context.Context) error {
+	if err := p.check(); err != nil {
+		return err
+	}
+	if p.relay.in == nil {
+		return nil
+	}
+	if err := p.relay.closeStdin(); err != nil {
+		var ws []error
+		for _, e := range unjoin(err) {
+			if e != nil && !p.sys.b.api.facts(e).AlreadyClosed {
+				ws = append(ws, e)
+			}
+		}
+		if len(ws) > 0 {
+			return p.fail("close stdin of", errors.Join(ws...))
+		}
+	}
+	return nil
+}
+
+// unjoin lists the errors of an errors.Join.
+func unjoin(err error) []error {
+	if j, ok := err.(interface{ Unwrap() []error }); ok {
+		return j.Unwrap()
+	}
+	return []error{err}
+}
+
+// Close stops the copies and closes the process's pipes and its handle
+// (Process.Close). It neither kills nor waits.
+func (p *process) Close() error {
+	p.mu.Lock()
+	if p.closed {
+		p.mu.Unlock()
+		return nil
+	}
+	p.closed = true
+	p.mu.Unlock()
+	p.relay.closeStdinPipe()
+	p.relay.closeOutput()
+	if err := p.hp.Close(); err != nil && !p.sys.b.api.facts(err).AlreadyClosed {
+		return p.fail("close", err)
+	}
+	return nil
+}

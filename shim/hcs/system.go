@@ -1,0 +1,407 @@
+package hcs
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/containerd/errdefs"
+	"github.com/containerd/log"
+
+	"github.com/winproc/winproc/shim/compute"
+)
+
+// system is a compute.System over an hcsshim.Container.
+//
+// One goroutine (wait) owns hcsshim's Container.Wait for the life of the
+// handle and closes done when it returns: when the system stopped, or when
+// Close closed the handle first. Only a system that really stopped has its
+// scratch released by Close.
+type system struct {
+	b  *Backend
+	id string
+	c  hcsContainer
+	// scratch is the scratch layer Close releases; "" when unknown (an
+	// opened system without a record).
+	scratch string
+
+	done chan struct{} // closed when wait has recorded the stop
+
+	mu            sync.Mutex
+	closed        bool // Close was called
+	stopRequested bool // a Shutdown or Terminate was accepted
+	stopped       bool // the system stopped (set before done is closed)
+	exitErr       error
+	procs         map[*process]struct{} // processes still running
+}
+
+var _ compute.System = (*system)(nil)
+
+func newSystem(b *Backend, id string, c hcsContainer, scratch string) *system {
+	s := &system{
+		b:       b,
+		id:      id,
+		c:       c,
+		scratch: scratch,
+		done:    make(chan struct{}),
+		procs:   make(map[*process]struct{}),
+	}
+	go s.wait()
+	return s
+}
+
+// wait owns Container.Wait.
+func (s *system) wait() {
+	err := s.c.Wait()
+	f := s.b.api.facts(err)
+
+	s.mu.Lock()
+	s.stopped, s.exitErr = systemExit(s.id, err, f, s.closed, s.stopRequested)
+	procs := make([]*process, 0, len(s.procs))
+	for p := range s.procs {
+		procs = append(procs, p)
+	}
+	s.mu.Unlock()
+	close(s.done)
+
+	if s.stopped {
+		for _, p := range procs {
+			go p.systemStopped()
+		}
+	}
+}
+
+// systemExit reads Container.Wait's result: whether the system stopped and
+// why (compute.System.ExitError). A requested Shutdown or Terminate is a
+// clean stop whatever HCS says; an already-closed error means the handle
+// was closed before the system stopped.
+func systemExit(id string, err error, f errFacts, closed, requested bool) (bool, error) {
+	switch {
+	case err != nil && f.AlreadyClosed && closed:
+		return false, fmt.Errorf("compute system %s: the handle was closed before the system stopped: %w", id, errdefs.ErrFailedPrecondition)
+	case err != nil && f.AlreadyClosed:
+		return false, fmt.Errorf("compute system %s: hcsshim closed the handle before the system stopped: %w", id, errdefs.ErrUnavailable)
+	case requested || err == nil:
+		return true, nil
+	}
+	return true, classify(fmt.Sprintf("compute system %s stopped unexpectedly", id), err, f)
+}
+
+func (s *system) ID() string { return s.id }
+
+// check fails when the system cannot take requests: Close was called
+// (FailedPrecondition), or it has stopped (NotFound).
+func (s *system) check() error {
+	s.mu.Lock()
+	closed := s.closed
+	s.mu.Unlock()
+	if closed {
+		return fmt.Errorf("compute system %s has been closed: %w", s.id, errdefs.ErrFailedPrecondition)
+	}
+	select {
+	case <-s.done:
+		s.mu.Lock()
+		defer s.mu.Unlock()
+		if !s.stopped {
+			return s.exitErr
+		}
+		return fmt.Errorf("compute system %s has stopped: %w", s.id, errdefs.ErrNotFound)
+	default:
+		return nil
+	}
+}
+
+func (s *system) fail(what string, err error) error {
+	return classify(fmt.Sprintf("%s compute system %s", what, s.id), err, s.b.api.facts(err))
+}
+
+// Start is Container.Start.
+func (s *system) Start(ctx context.Context) error {
+	if err := ctx.Err(); err != nil {
+		return err
+	}
+	if err := s.check(); err != nil {
+		return err
+	}
+	if err := s.c.Start(); err != nil {
+		return s.fail("start", err)
+	}
+	return nil
+}
+
+// Shutdown is Container.Shutdown: HCS sends CTRL_SHUTDOWN_EVENT to the
+// system's processes and stops it when they have exited. hcsshim answers a
+// request HCS accepted with a pending error; that is success, and the stop
+// shows on Wait (compute.System.Shutdown does not wait: the caller bounds
+// its wait on Wait with its own deadline, then Terminates).
+func (s *system) Shutdown(ctx context.Context) error {
+	return s.stop(ctx, "shut down", s.c.Shutdown)
+}
+
+// Terminate is Container.Terminate, with the same pending handling.
+func (s *system) Terminate(ctx context.Context) error {
+	return s.stop(ctx, "terminate", s.c.Terminate)
+}
+
+func (s *system) stop(ctx context.Context, what string, call func() error) error {
+	if err := ctx.Err(); err != nil {
+		return err
+	}
+	if err := s.check(); err != nil {
+		return err
+	}
+	// Mark the request first: the system may stop before call returns.
+	s.mu.Lock()
+	wasRequested := s.stopRequested
+	s.stopRequested = true
+	s.mu.Unlock()
+	err := call()
+	f := s.b.api.facts(err)
+	accepted, err := stopResult(err, f)
+	if !accepted {
+		s.mu.Lock()
+		select {
+		case <-s.done:
+		default:
+			s.stopRequested = wasRequested
+		}
+		s.mu.Unlock()
+	}
+	if err != nil {
+		return classify(fmt.Sprintf("%s compute system %s", what, s.id), err, f)
+	}
+	return nil
+}
+
+// stopResult reads Container.Shutdown's or Terminate's error: whether HCS
+// accepted the request, and the error to report. Pending is accepted. A
+// system that has already stopped or is gone is not an acceptance; its
+// error classifies as NotFound.
+func stopResult(err error, f errFacts) (accepted bool, _ error) {
+	switch {
+	case err == nil, f.Pending:
+		return true, nil
+	}
+	return false, err
+}
+
+// Wait is closed when the system has stopped (or its handle was closed).
+func (s *system) Wait() <-chan struct{} { return s.done }
+
+// ExitError is why the system stopped, once Wait is closed.
+func (s *system) ExitError() error {
+	select {
+	case <-s.done:
+	default:
+		return fmt.Errorf("compute system %s has not stopped: %w", s.id, errdefs.ErrFailedPrecondition)
+	}
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.exitErr
+}
+
+// Stats is Container.Statistics.
+func (s *system) Stats(ctx context.Context) (*compute.Stats, error) {
+	if err := ctx.Err(); err != nil {
+		return nil, err
+	}
+	if err := s.check(); err != nil {
+		return nil, err
+	}
+	st, err := s.c.Statistics()
+	if err != nil {
+		return nil, s.queryFailed("statistics of", err)
+	}
+	return convertStats(st, time.Now()), nil
+}
+
+// ProcessList is Container.ProcessList.
+func (s *system) ProcessList(ctx context.Context) ([]compute.ProcessInfo, error) {
+	if err := ctx.Err(); err != nil {
+		return nil, err
+	}
+	if err := s.check(); err != nil {
+		return nil, err
+	}
+	items, err := s.c.ProcessList()
+	if err != nil {
+		return nil, s.queryFailed("process list of", err)
+	}
+	return convertProcessList(items), nil
+}
+
+// queryFailed classifies a failed property query; a system in the middle
+// of stopping is NotFound, as runhcs reports it.
+func (s *system) queryFailed(what string, err error) error {
+	f := s.b.api.facts(err)
+	if goneWhileQuerying(f) {
+		return fmt.Errorf("%s compute system %s: %w: %w", what, s.id, err, errdefs.ErrNotFound)
+	}
+	return classify(fmt.Sprintf("%s compute system %s", what, s.id), err, f)
+}
+
+// Modify cannot change limits: the public v1 Container.Modify takes
+// network requests only, and runhcs changes CPU and memory limits of a
+// running container through internal schema-v2 paths. A request that
+// changes nothing succeeds.
+func (s *system) Modify(ctx context.Context, r compute.Resources) error {
+	if err := ctx.Err(); err != nil {
+		return err
+	}
+	if err := s.check(); err != nil {
+		return err
+	}
+	if fields := changedResources(r); len(fields) > 0 {
+		return notSupported("compute system %s: changing %s of a running container needs HCS schema v2, which the public hcsshim API does not offer; the HCS backend uses schema v1", s.id, strings.Join(fields, ", "))
+	}
+	return nil
+}
+
+// changedResources names the limits r asks to change.
+func changedResources(r compute.Resources) []string {
+	var fields []string
+	if r.CPUCount != 0 {
+		fields = append(fields, "the processor count")
+	}
+	if r.CPUMaximum != 0 {
+		fields = append(fields, "the processor maximum")
+	}
+	if r.CPUWeight != 0 {
+		fields = append(fields, "the processor weight")
+	}
+	if len(r.CPUAffinity) > 0 {
+		fields = append(fields, "the processor affinity")
+	}
+	if r.MemoryLimitBytes != 0 {
+		fields = append(fields, "the memory limit")
+	}
+	if r.StorageIOPSMaximum != 0 || r.StorageBandwidthMaximum != 0 {
+		fields = append(fields, "the storage limits")
+	}
+	return fields
+}
+
+// CreateProcess is Container.CreateProcess, then Process.Stdio: the pipes
+// are the backend's from then on, copied to and from p's streams.
+func (s *system) CreateProcess(ctx context.Context, ps *compute.ProcessSettings) (compute.Process, error) {
+	if err := ctx.Err(); err != nil {
+		return nil, err
+	}
+	cfg, err := buildProcessConfig(ps)
+	if err != nil {
+		return nil, fmt.Errorf("process in compute system %s: %w", s.id, err)
+	}
+	if err := s.check(); err != nil {
+		return nil, err
+	}
+	hp, err := s.c.CreateProcess(cfg)
+	if err != nil {
+		return nil, s.fail("create a process in", err)
+	}
+	stdin, stdout, stderr, err := hp.Stdio()
+	if err != nil {
+		err = classify(fmt.Sprintf("stdio of process %d in compute system %s", hp.Pid(), s.id), err, s.b.api.facts(err))
+		if kerr := hp.Kill(); kerr != nil {
+			log.G(ctx).WithError(kerr).Warn("kill a process whose stdio failed")
+		}
+		if cerr := hp.Close(); cerr != nil {
+			log.G(ctx).WithError(cerr).Warn("close a process whose stdio failed")
+		}
+		return nil, err
+	}
+	if !cfg.CreateStdInPipe {
+		stdin = nil
+	}
+	if !cfg.CreateStdOutPipe {
+		stdout = nil
+	}
+	if !cfg.CreateStdErrPipe {
+		stderr = nil
+	}
+	p := newProcess(s, hp, ps, stdin, stdout, stderr)
+	s.track(p)
+	go p.wait()
+	return p, nil
+}
+
+// track remembers a running process, so that it is killed if the system
+// stops under it.
+func (s *system) track(p *process) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	select {
+	case <-s.done:
+		if s.stopped {
+			go p.systemStopped()
+		}
+	default:
+		s.procs[p] = struct{}{}
+	}
+}
+
+func (s *system) forget(p *process) {
+	s.mu.Lock()
+	delete(s.procs, p)
+	s.mu.Unlock()
+}
+
+// Close is Container.Close, then, if the system has stopped, the release
+// of its scratch: UnprepareLayer, DeactivateLayer, and the record's
+// removal. The shim closes a system after Wait, so that is the usual case.
+// A system closed while still running keeps its scratch (unpreparing the
+// volume under a live silo would break it) and its record, and Close says
+// so; a later Open and Close of the id, or the next Create of it, releases
+// it.
+func (s *system) Close() error {
+	s.mu.Lock()
+	if s.closed {
+		s.mu.Unlock()
+		return nil
+	}
+	s.closed = true
+	s.mu.Unlock()
+
+	var errs []error
+	cerr := s.c.Close()
+	if cerr != nil && !s.b.api.facts(cerr).AlreadyClosed {
+		errs = append(errs, classify(fmt.Sprintf("close compute system %s", s.id), cerr, s.b.api.facts(cerr)))
+	}
+	if cerr == nil {
+		// The closed handle ends wait; let it record whether the system
+		// had stopped first.
+		t := time.NewTimer(s.b.closeWaitTimeout)
+		select {
+		case <-s.done:
+		case <-t.C:
+		}
+		t.Stop()
+	}
+
+	stopped := false
+	select {
+	case <-s.done:
+		s.mu.Lock()
+		stopped = s.stopped
+		s.mu.Unlock()
+	default:
+	}
+	switch {
+	case s.scratch == "":
+	case !stopped:
+		errs = append(errs, fmt.Errorf("compute system %s was closed before it stopped: its scratch layer %s stays mounted: %w", s.id, s.scratch, errdefs.ErrFailedPrecondition))
+	default:
+		err := s.b.releaseScratch(s.scratch)
+		if err != nil {
+			errs = append(errs, err)
+		}
+		if !stillActive(err) {
+			if rerr := s.b.records.remove(s.id); rerr != nil {
+				errs = append(errs, rerr)
+			}
+		}
+	}
+	return errors.Join(errs...)
+}
