@@ -17,13 +17,16 @@ import (
 	"os"
 	"time"
 
+	bootapi "github.com/containerd/containerd/api/runtime/bootstrap/v1"
 	apitypes "github.com/containerd/containerd/api/types"
+	runtimeoptions "github.com/containerd/containerd/api/types/runtimeoptions/v1"
 	"github.com/containerd/containerd/v2/pkg/shim"
 	"github.com/containerd/errdefs"
 	"github.com/containerd/log"
 
 	"github.com/winproc/winproc/internal/version"
 	"github.com/winproc/winproc/shim/compute"
+	"github.com/winproc/winproc/shim/options"
 )
 
 // sandboxIDAnnotation groups a pod's containers into its sandbox's shim.
@@ -91,6 +94,21 @@ func (m *Manager) Stop(ctx context.Context, id string) (shim.StopStatus, error) 
 		log.G(ctx).WithField("task", id).Info("cleaned up the compute system of a dead shim")
 	}
 	return status, errors.Join(errs...)
+}
+
+// runtimeOptions returns the handler's options (the TOML body containerd
+// forwards for a runtime type it does not know), refusing bad ones before
+// any shim starts.
+func runtimeOptions(params *bootapi.BootstrapParams) ([]byte, error) {
+	var ro runtimeoptions.Options
+	if _, err := params.FindExtension(&ro); err != nil {
+		return nil, fmt.Errorf("read runtime options: %w", err)
+	}
+	body := []byte(ro.GetConfigBody())
+	if _, err := options.Decode(body); err != nil {
+		return nil, err
+	}
+	return body, nil
 }
 
 // group returns the shim a task belongs to: its pod's sandbox, or itself.

@@ -13,7 +13,9 @@ import (
 	bootapi "github.com/containerd/containerd/api/runtime/bootstrap/v1"
 	"github.com/containerd/containerd/v2/defaults"
 	"github.com/containerd/containerd/v2/pkg/namespaces"
+
 	"github.com/containerd/containerd/v2/pkg/shim"
+	"github.com/winproc/winproc/shim/options"
 )
 
 // Start returns the address of the shim serving the task: the running shim
@@ -68,6 +70,12 @@ func (m *Manager) Start(ctx context.Context, params *bootapi.BootstrapParams) (*
 		shim.RemoveSocket(address)
 		return nil, err
 	}
+	body, err := runtimeOptions(params)
+	if err != nil {
+		shim.RemoveSocket(address)
+		return nil, err
+	}
+	cmd.Env = append(cmd.Env, options.Env+"="+string(body))
 	cmd.ExtraFiles = []*os.File{f}
 	if err := cmd.Start(); err != nil {
 		shim.RemoveSocket(address)

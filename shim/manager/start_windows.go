@@ -14,6 +14,8 @@ import (
 	"github.com/Microsoft/go-winio"
 	bootapi "github.com/containerd/containerd/api/runtime/bootstrap/v1"
 	"github.com/containerd/containerd/v2/pkg/namespaces"
+
+	"github.com/winproc/winproc/shim/options"
 )
 
 // Start returns the named pipe of the shim serving the task: the running
@@ -52,8 +54,13 @@ func (m *Manager) Start(ctx context.Context, params *bootapi.BootstrapParams) (*
 	if params.GetLogLevel() <= bootapi.LogLevel_LOG_LEVEL_DEBUG {
 		args = append(args, "-debug")
 	}
+	body, err := runtimeOptions(params)
+	if err != nil {
+		return nil, err
+	}
 	cmd := exec.Command(self, args...)
 	cmd.Dir = cwd
+	cmd.Env = append(os.Environ(), options.Env+"="+string(body))
 	if err := cmd.Start(); err != nil {
 		return nil, fmt.Errorf("launch shim for %s: %w", grouping, err)
 	}

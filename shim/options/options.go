@@ -32,7 +32,14 @@ type Options struct {
 	// WineTemplatePrefix is, for the Linux emulation backend only, the Wine
 	// prefix every compute system's prefix is an overlay of.
 	WineTemplatePrefix string `toml:"wine_template_prefix,omitempty"`
+	// HostBuild is, for the Linux emulation only, the Windows build the
+	// emulated host claims (default 10.0.20348, as the snapshotter's); on
+	// Windows the host's own build is read from the system.
+	HostBuild string `toml:"host_build,omitempty"`
 }
+
+// Env carries the options from the shim's `start` to the shim it launches.
+const Env = "WINPROC_RUNTIME_OPTIONS"
 
 // Decode reads options from the TOML body containerd passes; an empty body
 // is the defaults. Unknown keys are refused, so a misspelt option is not

@@ -1,0 +1,92 @@
+// Command containerd-shim-winproc-v2 is winproc's containerd runtime v2 shim
+// (runtime_type io.containerd.winproc.v2): one shim per pod, its containers
+// compute systems behind package compute.
+package main
+
+import (
+	"context"
+	"fmt"
+	"os"
+
+	containersapi "github.com/containerd/containerd/api/services/containers/v1"
+	imagesapi "github.com/containerd/containerd/api/services/images/v1"
+	"github.com/containerd/containerd/v2/client"
+	contentproxy "github.com/containerd/containerd/v2/core/content/proxy"
+	"github.com/containerd/containerd/v2/pkg/dialer"
+	"github.com/containerd/containerd/v2/pkg/namespaces"
+	"github.com/containerd/containerd/v2/pkg/shim"
+	"github.com/containerd/containerd/v2/pkg/shutdown"
+	"github.com/containerd/containerd/v2/plugins"
+	"github.com/containerd/plugin"
+	"github.com/containerd/plugin/registry"
+	"google.golang.org/grpc"
+	"google.golang.org/grpc/credentials/insecure"
+
+	"github.com/winproc/winproc/runtimeclass/containerdconfig"
+	"github.com/winproc/winproc/shim/imagecheck"
+	"github.com/winproc/winproc/shim/manager"
+	"github.com/winproc/winproc/shim/options"
+	"github.com/winproc/winproc/shim/task"
+)
+
+func main() {
+	shim.RunShim(context.Background(), manager.New(containerdconfig.RuntimeType, openBackend))
+}
+
+func init() {
+	registry.Register(&plugin.Registration{
+		Type:     plugins.TTRPCPlugin,
+		ID:       "task",
+		Requires: []plugin.Type{plugins.EventPlugin, plugins.InternalPlugin},
+		InitFn:   newTaskService,
+	})
+}
+
+func newTaskService(ic *plugin.InitContext) (any, error) {
+	publisher, err := ic.GetByID(plugins.EventPlugin, "publisher")
+	if err != nil {
+		return nil, err
+	}
+	sd, err := ic.GetByID(plugins.InternalPlugin, "shutdown")
+	if err != nil {
+		return nil, err
+	}
+	opts, err := options.Decode([]byte(os.Getenv(options.Env)))
+	if err != nil {
+		return nil, err
+	}
+	backend, err := newBackend(ic.Context, opts)
+	if err != nil {
+		return nil, err
+	}
+	host, err := hostBuild(opts)
+	if err != nil {
+		return nil, err
+	}
+
+	// The image check reads containerd's records; the connection is made
+	// on first use and closed with the shim.
+	address := ic.Properties[plugins.PropertyGRPCAddress]
+	conn, err := grpc.NewClient(dialer.DialAddress(address),
+		grpc.WithTransportCredentials(insecure.NewCredentials()),
+		grpc.WithContextDialer(dialer.ContextDialer),
+	)
+	if err != nil {
+		return nil, fmt.Errorf("set up connection to containerd at %s: %w", address, err)
+	}
+	sd.(shutdown.Service).RegisterCallback(func(context.Context) error { return conn.Close() })
+	stores := imagecheck.Stores{
+		Containers: client.NewRemoteContainerStore(containersapi.NewContainersClient(conn)),
+		Images:     client.NewImageStoreFromClient(imagesapi.NewImagesClient(conn)),
+		Content:    contentproxy.NewContentStore(conn),
+	}
+	check := func(ctx context.Context, id string) error {
+		// A ttrpc request's namespace does not travel on outgoing gRPC
+		// calls by itself.
+		if ns, ok := namespaces.Namespace(ctx); ok {
+			ctx = namespaces.WithNamespace(ctx, ns)
+		}
+		return imagecheck.Check(ctx, stores, host, id)
+	}
+	return task.New(backend, publisher.(shim.Publisher), sd.(shutdown.Service), check), nil
+}

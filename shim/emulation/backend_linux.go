@@ -1,0 +1,456 @@
+//go:build linux
+
+package emulation
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io/fs"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"reflect"
+	"regexp"
+	"runtime"
+	"strings"
+	"time"
+
+	"github.com/containerd/errdefs"
+	"github.com/containerd/log"
+	"golang.org/x/sys/unix"
+
+	"github.com/winproc/winproc/shim/compute"
+	"github.com/winproc/winproc/snapshotter"
+)
+
+// DefaultRoot is a suggested Config.Root: under /run, so that the systems'
+// directories go with their mounts at a reboot.
+const DefaultRoot = "/run/winproc/emulation"
+
+// Config configures a Backend.
+type Config struct {
+	// Root holds one directory per compute system, Root/<id>. It is
+	// created when missing.
+	Root string
+	// TemplatePrefix is the Wine prefix every system's own prefix overlays
+	// (made once, by `make wine`; it needs the ProcessPrng stub in
+	// windows/system32 for Go programs). Its drive_c stands in for the host
+	// OS files below the image layers. It is needed by Create only: a
+	// Backend without it (the shim's delete subcommand, which has no
+	// runtime options) can Open and Remove systems.
+	TemplatePrefix string
+}
+
+// Backend is the Wine emulation of compute.Backend, for tests and
+// development on Linux. See the package documentation.
+type Backend struct {
+	root       string
+	template   string
+	wine       string
+	wineserver string
+	// createErr, when set, is why this Backend cannot create systems
+	// (no template prefix, Wine missing).
+	createErr error
+	reaper    *reaper
+}
+
+var _ compute.Backend = (*Backend)(nil)
+
+// New returns a Backend keeping its systems under cfg.Root. It makes the
+// calling process a child subreaper (PR_SET_CHILD_SUBREAPER): orphaned Wine
+// processes of its systems are re-parented to it and reaped by the backend
+// (see reaper_linux.go; the reaper is shared by all Backends of the
+// process).
+func New(cfg Config) (*Backend, error) {
+	if cfg.Root == "" {
+		return nil, errInvalid("emulation: Config.Root is empty")
+	}
+	if err := os.MkdirAll(cfg.Root, 0o700); err != nil {
+		return nil, fmt.Errorf("emulation: %w", err)
+	}
+	root, err := cleanPath(cfg.Root)
+	if err != nil {
+		return nil, err
+	}
+	b := &Backend{root: root}
+	if cfg.TemplatePrefix == "" {
+		b.createErr = errInvalid("emulation: no Wine template prefix: set the shim option wine_template_prefix to a prefix made by `make wine`")
+	} else {
+		if b.template, err = cleanPath(cfg.TemplatePrefix); err != nil {
+			return nil, err
+		}
+		for _, p := range []string{"system.reg", "drive_c"} {
+			if _, err := os.Stat(filepath.Join(b.template, p)); err != nil {
+				return nil, errInvalid("emulation: template prefix %s is not a Wine prefix (no %s; make one with `make wine`)", b.template, p)
+			}
+		}
+	}
+	if b.wine, err = exec.LookPath("wine"); err != nil && b.createErr == nil {
+		b.createErr = fmt.Errorf("emulation: Wine is not installed (apt-get install wine wine64): %w", err)
+	}
+	if b.wineserver, err = exec.LookPath("wineserver"); err != nil && b.createErr == nil {
+		b.createErr = fmt.Errorf("emulation: wineserver is not installed (apt-get install wine wine64): %w", err)
+	}
+	if err := unix.Prctl(unix.PR_SET_CHILD_SUBREAPER, 1, 0, 0, 0); err != nil {
+		return nil, fmt.Errorf("emulation: become a child subreaper: %w", err)
+	}
+	b.reaper = processReaper()
+	b.reaper.addRoot(root)
+	return b, nil
+}
+
+// HostCPUs is the number of processors this process may run on.
+func (b *Backend) HostCPUs() int { return runtime.NumCPU() }
+
+// validID matches the ids the backend takes: one path component, the
+// characters containerd allows.
+var validID = regexp.MustCompile(`^[A-Za-z0-9][A-Za-z0-9_.-]{0,254}$`)
+
+func (b *Backend) dir(id string) (string, error) {
+	if !validID.MatchString(id) {
+		return "", errInvalid("emulation: invalid system id %q", id)
+	}
+	return filepath.Join(b.root, id), nil
+}
+
+func (b *Backend) register(s *system) { b.reaper.acquire(s) }
+
+func (b *Backend) forget(s *system) { b.reaper.release(s) }
+
+// checkSettings refuses what the emulation cannot do at all.
+func checkSettings(ctx context.Context, s *compute.Settings) error {
+	if len(s.MappedPipes) > 0 {
+		return errNotSupported("emulation: mapped named pipes (%s): Wine's named pipes do not reach the host's", s.MappedPipes[0].HostPath)
+	}
+	if len(s.AssignedDevices) > 0 {
+		return errNotSupported("emulation: assigned devices (%s)", s.AssignedDevices[0])
+	}
+	if s.CredentialSpec != "" {
+		return errNotSupported("emulation: gMSA credential specs")
+	}
+	if len(s.Layers.Parents) == 0 {
+		return errInvalid("emulation: no parent layer")
+	}
+	if s.Layers.Scratch == "" {
+		return errInvalid("emulation: no scratch layer")
+	}
+	var ignored []string
+	if resourcesSet(s.Resources) {
+		ignored = append(ignored, "resource limits (recorded, not enforced)")
+	}
+	if s.HostName != "" {
+		ignored = append(ignored, "hostname (Wine uses the host's)")
+	}
+	if s.Network.Namespace != "" || len(s.Network.Endpoints) > 0 || s.Network.SharedContainerName != "" || len(s.Network.DNSSearchList) > 0 {
+		ignored = append(ignored, "network (Wine uses the host's network stack)")
+	}
+	if s.SandboxSizeBytes != 0 {
+		ignored = append(ignored, "sandbox size (a directory has no size)")
+	}
+	if len(ignored) > 0 {
+		log.G(ctx).Warnf("emulation: ignoring %s", strings.Join(ignored, ", "))
+	}
+	return nil
+}
+
+// Create creates the system: its directory Root/<id>, the prefix overlay,
+// the C: overlay, the dosdevices link and the mapped directories, recorded
+// in state.json. On failure everything made so far is undone.
+func (b *Backend) Create(ctx context.Context, id string, s *compute.Settings) (_ compute.System, retErr error) {
+	dir, err := b.dir(id)
+	if err != nil {
+		return nil, err
+	}
+	if s == nil {
+		return nil, errInvalid("emulation: no settings")
+	}
+	if b.createErr != nil {
+		return nil, b.createErr
+	}
+	if err := checkSettings(ctx, s); err != nil {
+		return nil, err
+	}
+	// The layers must be there: the overlay would refuse them too, less
+	// clearly.
+	upper := filepath.Join(s.Layers.Scratch, snapshotter.ScratchUpper)
+	work := filepath.Join(s.Layers.Scratch, snapshotter.ScratchWork)
+	for _, d := range []string{upper, work} {
+		if err := isDir(d); err != nil {
+			return nil, fmt.Errorf("emulation: scratch layer: %w", err)
+		}
+	}
+	lowers := make([]string, 0, len(s.Layers.Parents)+1)
+	for _, p := range s.Layers.Parents {
+		f := filepath.Join(p, "Files")
+		if err := isDir(f); err != nil {
+			return nil, fmt.Errorf("emulation: parent layer: %w", err)
+		}
+		lowers = append(lowers, f)
+	}
+	lowers = append(lowers, filepath.Join(b.template, "drive_c"))
+	// Mapped directories: only on C:, and the host side must exist.
+	for _, m := range s.MappedDirectories {
+		comps, err := cPath(m.ContainerPath)
+		if err != nil {
+			return nil, fmt.Errorf("emulation: mapped directory %s: %w", m.HostPath, err)
+		}
+		if len(comps) == 0 {
+			return nil, errNotSupported("emulation: mapped directory %s onto the whole C: drive", m.HostPath)
+		}
+		if !filepath.IsAbs(m.HostPath) {
+			return nil, errInvalid("emulation: mapped directory %q: the host path must be absolute", m.HostPath)
+		}
+	}
+
+	if err := os.Mkdir(dir, 0o700); err != nil {
+		if errors.Is(err, fs.ErrExist) {
+			return nil, fmt.Errorf("emulation: system %s: %w", id, errdefs.ErrAlreadyExists)
+		}
+		return nil, fmt.Errorf("emulation: %w", err)
+	}
+	st := &persisted{
+		Version:        stateVersion,
+		ID:             id,
+		TemplatePrefix: b.template,
+		Layers:         s.Layers,
+		Mapped:         s.MappedDirectories,
+		Resources:      s.Resources,
+	}
+	defer func() {
+		if retErr != nil {
+			if err := teardown(context.Background(), dir, st); err != nil {
+				retErr = fmt.Errorf("%w (and rolling back: %v)", retErr, err)
+			}
+		}
+	}()
+	if err := saveState(dir, st); err != nil {
+		return nil, err
+	}
+	for _, d := range []string{prefixUpper, prefixWork, prefixDir, cDir} {
+		if err := os.Mkdir(filepath.Join(dir, d), 0o700); err != nil {
+			return nil, fmt.Errorf("emulation: %w", err)
+		}
+	}
+	prefix, cdir := filepath.Join(dir, prefixDir), filepath.Join(dir, cDir)
+	mounted := func(mp string) error {
+		st.Mounts = append(st.Mounts, mp)
+		return saveState(dir, st)
+	}
+
+	if err := ctx.Err(); err != nil {
+		return nil, err
+	}
+	if err := mountOverlay(prefix, []string{b.template}, filepath.Join(dir, prefixUpper), filepath.Join(dir, prefixWork)); err != nil {
+		return nil, fmt.Errorf("emulation: prefix: %w", err)
+	}
+	if err := mounted(prefix); err != nil {
+		return nil, err
+	}
+	if err := mountOverlay(cdir, lowers, upper, work); err != nil {
+		return nil, fmt.Errorf("emulation: drive C: %w", err)
+	}
+	if err := mounted(cdir); err != nil {
+		return nil, err
+	}
+	// The prefix's c: is the layers' union, not the template's drive_c.
+	link := filepath.Join(prefix, "dosdevices", "c:")
+	if err := os.Remove(link); err != nil && !errors.Is(err, fs.ErrNotExist) {
+		return nil, fmt.Errorf("emulation: %w", err)
+	}
+	if err := os.Symlink(filepath.Join("..", "..", cDir), link); err != nil {
+		return nil, fmt.Errorf("emulation: %w", err)
+	}
+
+	for _, m := range s.MappedDirectories {
+		if err := ctx.Err(); err != nil {
+			return nil, err
+		}
+		fi, err := os.Stat(m.HostPath)
+		if err != nil {
+			return nil, fmt.Errorf("emulation: mapped directory: %w", err)
+		}
+		comps, _ := cPath(m.ContainerPath)
+		target, err := mkdirFold(cdir, comps, !fi.IsDir())
+		if err != nil {
+			return nil, fmt.Errorf("emulation: mapped directory %s: %w", m.ContainerPath, err)
+		}
+		if err := bindMount(m.HostPath, target, m.ReadOnly); err != nil {
+			return nil, fmt.Errorf("emulation: mapped directory %s: %w", m.ContainerPath, err)
+		}
+		if err := mounted(target); err != nil {
+			return nil, err
+		}
+	}
+
+	sys := newSystem(b, id, dir, st, false)
+	b.register(sys)
+	return sys, nil
+}
+
+// Open attaches to the system id made by this or an earlier process: the
+// shim's delete subcommand uses it after the shim that created the system
+// died. The system is running when any of its processes is (its Wait then
+// closes once they are all gone); Terminate and Close tear it down. A
+// directory without a readable state.json (a creation that died halfway)
+// still opens, as a stopped system that Close removes.
+func (b *Backend) Open(ctx context.Context, id string) (compute.System, error) {
+	dir, err := b.dir(id)
+	if err != nil {
+		return nil, err
+	}
+	if _, err := os.Stat(dir); err != nil {
+		if errors.Is(err, fs.ErrNotExist) {
+			return nil, fmt.Errorf("emulation: system %s: %w", id, errdefs.ErrNotFound)
+		}
+		return nil, fmt.Errorf("emulation: %w", err)
+	}
+	st, err := loadState(dir)
+	if err != nil {
+		log.G(ctx).WithError(err).Warnf("emulation: system %s has no usable state; opening it for cleanup only", id)
+		st = &persisted{Version: stateVersion, ID: id}
+	}
+	sys := newSystem(b, id, dir, st, true)
+	procs, err := siloProcesses(sys.prefix)
+	if err != nil {
+		return nil, err
+	}
+	b.register(sys)
+	if len(procs) == 0 {
+		sys.finish(fmt.Errorf("emulation: system %s was not running when opened", id))
+		return sys, nil
+	}
+	sys.mu.Lock()
+	sys.phase = phaseRunning
+	if st.Started != nil {
+		sys.started = *st.Started
+	}
+	sys.startMonitor(nil)
+	sys.mu.Unlock()
+	return sys, nil
+}
+
+// Remove is the cleanup of last resort for the shim's delete subcommand:
+// it kills every process of the system id (found by its WINEPREFIX),
+// unmounts everything below Root/<id> and removes that directory. It needs
+// no state.json and no open System, so it also cleans up after a shim that
+// died in the middle of Create. A missing system is not an error. Do not
+// use the system through an open System afterwards.
+//
+// The equivalent through the compute interface is Open, Terminate, waiting
+// for Wait, and Close.
+func (b *Backend) Remove(ctx context.Context, id string) error {
+	dir, err := b.dir(id)
+	if err != nil {
+		return err
+	}
+	if _, err := os.Stat(dir); errors.Is(err, fs.ErrNotExist) {
+		return nil
+	}
+	st, err := loadState(dir)
+	if err != nil {
+		st = nil
+	}
+	if err := killSilo(ctx, filepath.Join(dir, prefixDir)); err != nil {
+		return fmt.Errorf("emulation: remove %s: %w", id, err)
+	}
+	if err := teardown(ctx, dir, st); err != nil {
+		return fmt.Errorf("emulation: remove %s: %w", id, err)
+	}
+	b.reaper.poke()
+	return nil
+}
+
+// killGrace bounds how long killSilo waits for SIGKILLed processes to go
+// when its context has no deadline.
+const killGrace = 10 * time.Second
+
+// killSilo SIGKILLs every process of the silo of prefix, the wineserver
+// first, until none is left (zombies aside).
+func killSilo(ctx context.Context, prefix string) error {
+	ctx, cancel := context.WithTimeout(ctx, killGrace)
+	defer cancel()
+	for {
+		procs, err := siloProcesses(prefix)
+		if err != nil {
+			return err
+		}
+		if len(procs) == 0 {
+			return nil
+		}
+		for _, p := range procs {
+			if strings.HasPrefix(p.comm, "wineserver") {
+				signalProc(p, unix.SIGKILL)
+			}
+		}
+		for _, p := range procs {
+			signalProc(p, unix.SIGKILL)
+		}
+		select {
+		case <-ctx.Done():
+			return fmt.Errorf("processes of %s still running: %w", prefix, ctx.Err())
+		case <-time.After(20 * time.Millisecond):
+		}
+	}
+}
+
+// signalProc sends sig to the process st describes, if it is still that
+// process: it opens a pidfd and checks the start time first, so a pid that
+// was reused in the meantime is left alone.
+func signalProc(st procStat, sig unix.Signal) error {
+	fd, err := unix.PidfdOpen(st.pid, 0)
+	if errors.Is(err, unix.ENOSYS) {
+		return unix.Kill(st.pid, sig)
+	}
+	if err != nil {
+		return err
+	}
+	defer unix.Close(fd)
+	now, err := readStat(st.pid)
+	if err != nil || now.start != st.start {
+		return unix.ESRCH
+	}
+	return unix.PidfdSendSignal(fd, sig, nil, 0)
+}
+
+// serverDirName matches the socket directory of a wineserver.
+var serverDirName = regexp.MustCompile(`^server-[0-9a-f]+-[0-9a-f]+$`)
+
+// teardown removes a system's directory: it unmounts everything below it
+// (mapped directories, drive C:, the prefix), removes the wineserver's
+// socket directory and then the directory. The silo's processes must be
+// gone. Nothing is deleted while anything below dir is still mounted, so a
+// failure cannot reach into a layer or a mapped host directory.
+func teardown(ctx context.Context, dir string, st *persisted) error {
+	if err := unmountAll(dir); err != nil {
+		return err
+	}
+	if st != nil && st.ServerDir != "" && serverDirName.MatchString(filepath.Base(st.ServerDir)) {
+		for _, f := range []string{"socket", "lock"} {
+			os.Remove(filepath.Join(st.ServerDir, f))
+		}
+		os.Remove(st.ServerDir)
+	}
+	if err := os.RemoveAll(dir); err != nil {
+		return fmt.Errorf("remove %s: %w", dir, err)
+	}
+	return nil
+}
+
+// resourcesSet reports whether r sets any limit.
+func resourcesSet(r compute.Resources) bool {
+	affinity := len(r.CPUAffinity) > 0
+	r.CPUAffinity = nil
+	return affinity || !reflect.DeepEqual(r, compute.Resources{})
+}
+
+func isDir(p string) error {
+	fi, err := os.Stat(p)
+	if err != nil {
+		return err
+	}
+	if !fi.IsDir() {
+		return fmt.Errorf("%s is not a directory", p)
+	}
+	return nil
+}

@@ -1,0 +1,465 @@
+//go:build linux
+
+package emulation
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"sync"
+	"syscall"
+	"time"
+
+	"github.com/containerd/errdefs"
+	"golang.org/x/sys/unix"
+
+	"github.com/winproc/winproc/shim/compute"
+)
+
+// outputDrainTimeout bounds how long a process's Wait keeps copying its
+// output after it exited: a grandchild that inherited the output pipe (or
+// Wine's conhost.exe holding a pseudo terminal) may keep it open forever.
+const outputDrainTimeout = 2 * time.Second
+
+// Default console size of a Terminal process given none.
+const (
+	defaultConsoleWidth  = 80
+	defaultConsoleHeight = 25
+)
+
+// process is a Wine process of a silo: `wine <program> <args>`.
+type process struct {
+	sys      *system
+	cmd      *exec.Cmd
+	pid      int
+	terminal bool
+	// pty is the master of a Terminal process's pseudo terminal.
+	pty *os.File
+	// stdin is the write end of the process's stdin pipe (not Terminal).
+	stdin *os.File
+	// outputs are the read ends the copiers read (the pty for Terminal).
+	outputs []*os.File
+	copiers sync.WaitGroup
+
+	stdinOnce   sync.Once
+	stdinClosed chan struct{} // closed by CloseStdin (Terminal: stops forwarding)
+	closeOnce   sync.Once
+	done        chan struct{}
+
+	mu       sync.Mutex
+	exitCode int
+	waitErr  error
+}
+
+var _ compute.Process = (*process)(nil)
+
+// CreateProcess starts `wine <program> <args...>` in the system:
+//
+//   - the command line is split with compute.SplitCommandLine; the program
+//     is looked up as CreateProcess would (resolveProgram) and passed to
+//     wine as a full C: path, so the Linux process started is the
+//     program's own (Wine rebuilds the command line from the arguments, so
+//     the program sees an equivalent, not always identical, one);
+//   - the environment is built by processEnv;
+//   - the working directory (default C:\) must exist; the process starts
+//     with its Linux working directory at the matching directory below c/,
+//     which Wine turns back into the Windows current directory;
+//   - stdio are pipes copied to and from the streams, or with Terminal a
+//     pseudo terminal (Wine then runs conhost.exe, which draws with VT
+//     escape sequences);
+//   - User is ignored: every process runs as the Linux user of the shim,
+//     which Wine presents as the prefix's user.
+//
+// Pid is the Linux pid of the Wine process.
+func (s *system) CreateProcess(ctx context.Context, p *compute.ProcessSettings) (compute.Process, error) {
+	if p == nil {
+		return nil, errInvalid("emulation: no process settings")
+	}
+	args := compute.SplitCommandLine(p.CommandLine)
+	if len(args) == 0 || args[0] == "" {
+		return nil, errInvalid("emulation: empty command line")
+	}
+	if err := ctx.Err(); err != nil {
+		return nil, err
+	}
+	wd := p.WorkingDirectory
+	if wd == "" {
+		wd = `C:\`
+	}
+	cwdComps, err := cPath(wd)
+	if err != nil {
+		return nil, fmt.Errorf("emulation: working directory: %w", err)
+	}
+
+	// The lock is held until the process is started, so a concurrent
+	// Terminate either refuses it or finds it in its scan.
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if err := s.usableLocked(); err != nil {
+		return nil, err
+	}
+	switch s.phase {
+	case phaseCreated:
+		return nil, fmt.Errorf("emulation: system %s is not started: %w", s.id, errdefs.ErrFailedPrecondition)
+	case phaseStopping:
+		return nil, fmt.Errorf("emulation: system %s is stopping: %w", s.id, errdefs.ErrFailedPrecondition)
+	}
+
+	realCwd, err := resolve(s.cdir, cwdComps)
+	if err != nil || isDir(filepath.Join(append([]string{s.cdir}, realCwd...)...)) != nil {
+		return nil, errInvalid("emulation: working directory %s does not exist in the container", wd)
+	}
+	env, winPath := processEnv(p.Env, s.prefix)
+	program, err := resolveProgram(s.cdir, args[0], realCwd, winPath)
+	if err != nil {
+		return nil, fmt.Errorf("emulation: %w", err)
+	}
+
+	cmd := exec.Command(s.b.wine, append([]string{program}, args[1:]...)...)
+	cmd.Env = env
+	cmd.Dir = filepath.Join(append([]string{s.cdir}, realCwd...)...)
+	proc := &process{
+		sys:         s,
+		cmd:         cmd,
+		terminal:    p.Terminal,
+		stdinClosed: make(chan struct{}),
+		done:        make(chan struct{}),
+	}
+	// childEnds are closed once the child has them.
+	var childEnds []*os.File
+	fail := func(err error) (compute.Process, error) {
+		for _, f := range childEnds {
+			f.Close()
+		}
+		proc.closeFiles()
+		return nil, err
+	}
+	var stdinSrc io.Reader = p.Stdin
+	if p.Terminal {
+		master, slave, err := openPty()
+		if err != nil {
+			return fail(fmt.Errorf("emulation: %w", err))
+		}
+		proc.pty = master
+		childEnds = append(childEnds, slave)
+		w, h := p.ConsoleWidth, p.ConsoleHeight
+		if w == 0 || h == 0 {
+			w, h = defaultConsoleWidth, defaultConsoleHeight
+		}
+		if err := resizePty(master, w, h); err != nil {
+			return fail(fmt.Errorf("emulation: console size: %w", err))
+		}
+		cmd.Stdin, cmd.Stdout, cmd.Stderr = slave, slave, slave
+		cmd.SysProcAttr = &syscall.SysProcAttr{Setsid: true, Setctty: true, Ctty: 0}
+		proc.outputs = append(proc.outputs, master)
+	} else {
+		// Its own process group: a terminal's Ctrl-C for the shim does
+		// not reach the container.
+		cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
+		if p.Stdin != nil {
+			r, w, err := os.Pipe()
+			if err != nil {
+				return fail(err)
+			}
+			cmd.Stdin, proc.stdin = r, w
+			childEnds = append(childEnds, r)
+		}
+		pipeTo := func(set func(*os.File)) error {
+			r, w, err := os.Pipe()
+			if err != nil {
+				return err
+			}
+			set(w)
+			childEnds = append(childEnds, w)
+			proc.outputs = append(proc.outputs, r)
+			return nil
+		}
+		same := p.Stdout != nil && sameWriter(p.Stdout, p.Stderr)
+		if p.Stdout != nil {
+			if err := pipeTo(func(w *os.File) {
+				cmd.Stdout = w
+				if same {
+					cmd.Stderr = w
+				}
+			}); err != nil {
+				return fail(err)
+			}
+		}
+		if p.Stderr != nil && !same {
+			if err := pipeTo(func(w *os.File) { cmd.Stderr = w }); err != nil {
+				return fail(err)
+			}
+		}
+	}
+
+	if err := s.b.reaper.start(cmd); err != nil {
+		return fail(fmt.Errorf("emulation: start %s: %w", program, err))
+	}
+	for _, f := range childEnds {
+		f.Close()
+	}
+	proc.pid = cmd.Process.Pid
+
+	// The copiers are owned by the process; each ends at EOF of its
+	// stream, or when Wait's drain timeout or Close closes its read end.
+	if p.Terminal {
+		proc.copy(p.Stdout, proc.pty)
+	} else {
+		outs := proc.outputs
+		if p.Stdout != nil {
+			proc.copy(p.Stdout, outs[0])
+			outs = outs[1:]
+		}
+		if len(outs) > 0 {
+			proc.copy(p.Stderr, outs[0])
+		}
+	}
+	if stdinSrc != nil {
+		// The stdin copier ends when Stdin reaches EOF or fails, or at the
+		// first write after the process's stdin was closed (CloseStdin,
+		// Close, or the process's exit). A Stdin that never returns from
+		// Read keeps it until the caller closes Stdin.
+		go proc.copyStdin(stdinSrc)
+	}
+	// The waiter is owned by the process and ends when the process does.
+	go proc.wait()
+	return proc, nil
+}
+
+// sameWriter reports whether a and b are the same writer (os/exec's rule:
+// then one pipe carries both streams, and one goroutine writes).
+func sameWriter(a, b io.Writer) (eq bool) {
+	defer func() {
+		if recover() != nil {
+			eq = false
+		}
+	}()
+	return a == b
+}
+
+// copy copies r to w in a copier goroutine. When w fails, the rest of r is
+// drained so the process never blocks on a full pipe. Reading a pseudo
+// terminal's master fails with EIO once no process holds the slave: that
+// is its EOF.
+func (p *process) copy(w io.Writer, r *os.File) {
+	if w == nil {
+		w = io.Discard
+	}
+	p.copiers.Add(1)
+	go func() {
+		defer p.copiers.Done()
+		buf := make([]byte, 32*1024)
+		for {
+			n, err := r.Read(buf)
+			if n > 0 && w != io.Discard {
+				if _, werr := w.Write(buf[:n]); werr != nil {
+					w = io.Discard
+				}
+			}
+			if err != nil {
+				return
+			}
+		}
+	}()
+}
+
+func (p *process) copyStdin(src io.Reader) {
+	defer p.closeStdin()
+	buf := make([]byte, 32*1024)
+	for {
+		n, err := src.Read(buf)
+		if n > 0 {
+			select {
+			case <-p.stdinClosed:
+				return
+			default:
+			}
+			var werr error
+			if p.terminal {
+				_, werr = p.pty.Write(buf[:n])
+			} else {
+				_, werr = p.stdin.Write(buf[:n])
+			}
+			if werr != nil {
+				return
+			}
+		}
+		if err != nil {
+			return
+		}
+	}
+}
+
+// closeStdin closes the process's stdin: the pipe's write end, so the
+// process reads EOF; for Terminal only the forwarding stops (a console has
+// no end of input to give).
+func (p *process) closeStdin() {
+	p.stdinOnce.Do(func() {
+		close(p.stdinClosed)
+		if p.stdin != nil {
+			p.stdin.Close()
+		}
+	})
+}
+
+// closeFiles closes the backend's ends of the streams, which ends the
+// copiers.
+func (p *process) closeFiles() {
+	p.closeStdin()
+	for _, f := range p.outputs {
+		f.Close()
+	}
+	if p.pty != nil {
+		p.pty.Close()
+	}
+}
+
+// wait waits for the process, then for its output (bounded by
+// outputDrainTimeout), then closes Wait.
+func (p *process) wait() {
+	err := p.cmd.Wait()
+	p.sys.b.reaper.waited(p.pid)
+	code := -1
+	if ps := p.cmd.ProcessState; ps != nil {
+		if ru, ok := ps.SysUsage().(*syscall.Rusage); ok && ru != nil {
+			p.sys.addCPU(timevalDuration(unix.Timeval(ru.Utime)), timevalDuration(unix.Timeval(ru.Stime)))
+		}
+		code, err = exitCode(ps, err)
+	}
+	drained := make(chan struct{})
+	go func() {
+		p.copiers.Wait()
+		close(drained)
+	}()
+	select {
+	case <-drained:
+	case <-time.After(outputDrainTimeout):
+		// A grandchild holds the output open: stop copying.
+		for _, f := range p.outputs {
+			f.Close()
+		}
+		<-drained
+	}
+	p.closeFiles()
+	p.mu.Lock()
+	p.exitCode, p.waitErr = code, err
+	p.mu.Unlock()
+	close(p.done)
+}
+
+// exitCode is the Windows exit code of a finished Wine process. Linux keeps
+// only the low 8 bits of an exit status, so a Windows code above 255 (an
+// NTSTATUS such as 0xC000013A, STATUS_CONTROL_C_EXIT) arrives truncated
+// (0x3A, 58). A process ended by a signal (Kill, Terminate) reports 1, the
+// code TerminateProcess conventionally gives.
+func exitCode(ps *os.ProcessState, err error) (int, error) {
+	if ws, ok := ps.Sys().(syscall.WaitStatus); ok {
+		switch {
+		case ws.Exited():
+			return ws.ExitStatus(), nil
+		case ws.Signaled():
+			return 1, nil
+		}
+	}
+	var exitErr *exec.ExitError
+	if err != nil && !errors.As(err, &exitErr) {
+		return -1, err
+	}
+	return ps.ExitCode(), nil
+}
+
+func (p *process) Pid() int { return p.pid }
+
+func (p *process) Wait() <-chan struct{} { return p.done }
+
+func (p *process) exited() bool {
+	select {
+	case <-p.done:
+		return true
+	default:
+		return false
+	}
+}
+
+func (p *process) gone() error {
+	return fmt.Errorf("emulation: process %d has exited: %w", p.pid, errdefs.ErrNotFound)
+}
+
+func (p *process) ExitCode() (int, error) {
+	if !p.exited() {
+		return -1, fmt.Errorf("emulation: process %d is still running: %w", p.pid, errdefs.ErrFailedPrecondition)
+	}
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	if p.waitErr != nil {
+		return -1, fmt.Errorf("emulation: process %d: %w", p.pid, p.waitErr)
+	}
+	return p.exitCode, nil
+}
+
+// signal sends sig through os.Process, which uses a pidfd: once the
+// process has been reaped it reports ErrProcessDone instead of signalling
+// whatever got its pid.
+func (p *process) signal(sig os.Signal) error {
+	if p.exited() {
+		return p.gone()
+	}
+	if err := p.cmd.Process.Signal(sig); err != nil {
+		if errors.Is(err, os.ErrProcessDone) {
+			return p.gone()
+		}
+		return fmt.Errorf("emulation: signal process %d: %w", p.pid, err)
+	}
+	return nil
+}
+
+// Signal delivers CtrlC and CtrlBreak as SIGINT, which Wine turns into
+// CTRL_C_EVENT for the process's console control handlers (Wine has no
+// Unix signal for CTRL_BREAK_EVENT). CtrlShutdown is SIGINT too: Wine
+// cannot deliver CTRL_SHUTDOWN_EVENT, and CTRL_C is the event a program
+// that handles shutdown handles as well.
+func (p *process) Signal(ctx context.Context, s compute.Signal) error {
+	switch s {
+	case compute.CtrlC, compute.CtrlBreak, compute.CtrlShutdown:
+		return p.signal(syscall.SIGINT)
+	}
+	return errInvalid("emulation: unknown signal %v", s)
+}
+
+// Kill SIGKILLs the Wine process (only it, as TerminateProcess would).
+func (p *process) Kill(ctx context.Context) error {
+	return p.signal(syscall.SIGKILL)
+}
+
+func (p *process) ResizeConsole(ctx context.Context, width, height uint16) error {
+	if p.exited() {
+		return p.gone()
+	}
+	if !p.terminal {
+		return fmt.Errorf("emulation: process %d has no console: %w", p.pid, errdefs.ErrFailedPrecondition)
+	}
+	if err := resizePty(p.pty, width, height); err != nil {
+		return fmt.Errorf("emulation: resize console of process %d: %w", p.pid, err)
+	}
+	return nil
+}
+
+func (p *process) CloseStdin(ctx context.Context) error {
+	if p.exited() {
+		return p.gone()
+	}
+	p.closeStdin()
+	return nil
+}
+
+// Close stops the copying of the streams and releases the backend's ends
+// of them. The process keeps running; its waiter still closes Wait when it
+// exits.
+func (p *process) Close() error {
+	p.closeOnce.Do(p.closeFiles)
+	return nil
+}

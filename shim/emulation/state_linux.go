@@ -1,0 +1,97 @@
+//go:build linux
+
+package emulation
+
+import (
+	"encoding/json"
+	"fmt"
+	"os"
+	"path/filepath"
+	"time"
+
+	"github.com/winproc/winproc/shim/compute"
+)
+
+// The layout of a system's directory, Root/<id>/.
+const (
+	stateFile   = "state.json"
+	prefixDir   = "prefix"       // the system's Wine prefix: an overlay mount
+	prefixUpper = "prefix-upper" // its overlay upper directory
+	prefixWork  = "prefix-work"  // its overlay work directory
+	cDir        = "c"            // drive C:: an overlay mount of the layers
+)
+
+// persisted is state.json: what a later Open (the shim's delete
+// subcommand, after the shim that created the system died) needs to find
+// and tear the system down. The teardown itself does not depend on it: it
+// finds the mounts in /proc/self/mountinfo and the processes by their
+// WINEPREFIX, so a system whose creation died halfway is cleaned up too.
+type persisted struct {
+	Version        int                       `json:"version"`
+	ID             string                    `json:"id"`
+	TemplatePrefix string                    `json:"templatePrefix"`
+	Layers         compute.Layers            `json:"layers"`
+	Mapped         []compute.MappedDirectory `json:"mappedDirectories,omitempty"`
+	// Resources are recorded, not enforced.
+	Resources compute.Resources `json:"resources"`
+	// Mounts are the mount points made, in order.
+	Mounts []string `json:"mounts"`
+	// Started is when Start started the wineserver; nil before.
+	Started *time.Time `json:"started,omitempty"`
+	// ServerPID is the wineserver's pid and ServerStart its start time in
+	// clock ticks after boot, which tell it from a later process that got
+	// its pid.
+	ServerPID   int    `json:"wineserverPid,omitempty"`
+	ServerStart uint64 `json:"wineserverStart,omitempty"`
+	// ServerDir is the wineserver's socket directory (under /tmp), removed
+	// at teardown.
+	ServerDir string `json:"wineserverDir,omitempty"`
+}
+
+const stateVersion = 1
+
+// saveState writes dir/state.json atomically.
+func saveState(dir string, st *persisted) error {
+	b, err := json.MarshalIndent(st, "", "\t")
+	if err != nil {
+		return err
+	}
+	tmp, err := os.CreateTemp(dir, stateFile+".*")
+	if err != nil {
+		return fmt.Errorf("write state: %w", err)
+	}
+	_, werr := tmp.Write(append(b, '\n'))
+	serr := tmp.Sync()
+	cerr := tmp.Close()
+	if err := firstErr(werr, serr, cerr); err != nil {
+		os.Remove(tmp.Name())
+		return fmt.Errorf("write state: %w", err)
+	}
+	if err := os.Rename(tmp.Name(), filepath.Join(dir, stateFile)); err != nil {
+		os.Remove(tmp.Name())
+		return fmt.Errorf("write state: %w", err)
+	}
+	return nil
+}
+
+// loadState reads dir/state.json.
+func loadState(dir string) (*persisted, error) {
+	b, err := os.ReadFile(filepath.Join(dir, stateFile))
+	if err != nil {
+		return nil, err
+	}
+	var st persisted
+	if err := json.Unmarshal(b, &st); err != nil {
+		return nil, fmt.Errorf("%s: %w", filepath.Join(dir, stateFile), err)
+	}
+	return &st, nil
+}
+
+func firstErr(errs ...error) error {
+	for _, err := range errs {
+		if err != nil {
+			return err
+		}
+	}
+	return nil
+}

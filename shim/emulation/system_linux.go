@@ -1,0 +1,622 @@
+//go:build linux
+
+package emulation
+
+import (
+	"bytes"
+	"context"
+	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"sync"
+	"syscall"
+	"time"
+
+	"github.com/containerd/errdefs"
+	"golang.org/x/sys/unix"
+
+	"github.com/winproc/winproc/shim/compute"
+)
+
+const (
+	// serverStartTimeout bounds how long Start waits for the wineserver's
+	// socket.
+	serverStartTimeout = 10 * time.Second
+	// monitorInterval is how often a stopping (or opened) system scans its
+	// silo.
+	monitorInterval = 100 * time.Millisecond
+	// shutdownServerGrace is how long the wineserver has to exit after
+	// SIGTERM in a shutdown before it is killed.
+	shutdownServerGrace = 5 * time.Second
+	// closeWait bounds how long Close waits for a terminated system to
+	// stop before it tears it down.
+	closeWait = 10 * time.Second
+)
+
+type phase int
+
+const (
+	phaseCreated phase = iota
+	phaseRunning
+	phaseStopping
+	phaseStopped
+)
+
+// system is one compute system: a Wine silo.
+type system struct {
+	b      *Backend
+	id     string
+	dir    string
+	prefix string
+	cdir   string
+	// opened is set for a system attached by Open: its wineserver is not
+	// this process's child.
+	opened bool
+
+	done        chan struct{} // closed when the system has stopped
+	wake        chan struct{} // pokes the monitor
+	monitorStop chan struct{}
+	monitorDone chan struct{} // nil until the monitor starts
+
+	mu        sync.Mutex
+	st        *persisted
+	phase     phase
+	stopAsked bool // Shutdown or Terminate was called
+	terminate bool // Terminate was called
+	closed    bool
+	exitErr   error
+	started   time.Time
+	// The wineserver, when this process started it.
+	server       *exec.Cmd
+	serverExited chan struct{}
+	serverOutput *tailBuffer
+	// serverErr is the wineserver's exit, set before serverExited closes.
+	serverErr error
+	// CPU time of the silo's processes that ended and were reaped here.
+	cpuUser, cpuKernel time.Duration
+	commitPeak         uint64
+}
+
+var _ compute.System = (*system)(nil)
+
+func newSystem(b *Backend, id, dir string, st *persisted, opened bool) *system {
+	return &system{
+		b:           b,
+		id:          id,
+		dir:         dir,
+		prefix:      filepath.Join(dir, prefixDir),
+		cdir:        filepath.Join(dir, cDir),
+		opened:      opened,
+		st:          st,
+		done:        make(chan struct{}),
+		wake:        make(chan struct{}, 1),
+		monitorStop: make(chan struct{}),
+	}
+}
+
+func (s *system) ID() string { return s.id }
+
+func (s *system) Wait() <-chan struct{} { return s.done }
+
+func (s *system) ExitError() error {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.exitErr
+}
+
+// gone is the error of a system that has stopped or been closed.
+func (s *system) gone() error {
+	return fmt.Errorf("emulation: system %s has stopped: %w", s.id, errdefs.ErrNotFound)
+}
+
+// usableLocked checks that the system can still be acted on.
+func (s *system) usableLocked() error {
+	if s.closed || s.phase == phaseStopped {
+		return s.gone()
+	}
+	return nil
+}
+
+// finish marks the system stopped with err (nil for a requested stop) and
+// closes Wait.
+func (s *system) finish(err error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.finishLocked(err)
+}
+
+func (s *system) finishLocked(err error) {
+	if s.phase == phaseStopped {
+		return
+	}
+	s.phase = phaseStopped
+	if s.stopAsked {
+		err = nil
+	}
+	s.exitErr = err
+	close(s.done)
+}
+
+func (s *system) poke() {
+	select {
+	case s.wake <- struct{}{}:
+	default:
+	}
+}
+
+func (s *system) addCPU(user, kernel time.Duration) {
+	s.mu.Lock()
+	s.cpuUser += user
+	s.cpuKernel += kernel
+	s.mu.Unlock()
+}
+
+// Start starts the system's wineserver, in the foreground (-f) and
+// persistent (-p: it does not exit when its last client does) as a child of
+// this process, and waits until it listens on its socket.
+func (s *system) Start(ctx context.Context) error {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if err := s.usableLocked(); err != nil {
+		return err
+	}
+	if s.phase != phaseCreated || s.opened {
+		return fmt.Errorf("emulation: system %s is already started: %w", s.id, errdefs.ErrFailedPrecondition)
+	}
+	out := &tailBuffer{max: 4096}
+	cmd := exec.Command(s.b.wineserver, "-f", "-p")
+	cmd.Env = append(baseEnv(), wineEnv(s.prefix)...)
+	cmd.Dir = s.dir
+	cmd.Stdout, cmd.Stderr = out, out
+	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
+	if err := s.b.reaper.start(cmd); err != nil {
+		err = fmt.Errorf("emulation: start wineserver: %w", err)
+		s.finishLocked(err)
+		return err
+	}
+	exited := make(chan struct{})
+	s.server, s.serverExited, s.serverOutput = cmd, exited, out
+	// The server's waiter: owned by the system, it ends when the server
+	// does (Terminate, Shutdown, Remove, or a crash).
+	// It must not take s.mu, which Start holds while it waits for the
+	// server: serverErr is written before exited is closed and read only
+	// after.
+	go func() {
+		err := cmd.Wait()
+		s.b.reaper.waited(cmd.Process.Pid)
+		s.serverErr = err
+		close(exited)
+	}()
+
+	serverDir, err := waitServer(ctx, cmd.Process.Pid, exited)
+	if err != nil {
+		cmd.Process.Kill()
+		<-exited
+		err = fmt.Errorf("emulation: system %s: wineserver: %w (%v)%s", s.id, err, s.serverErr, out.suffix())
+		s.finishLocked(err)
+		return err
+	}
+	now := time.Now()
+	s.started = now
+	s.st.Started = &now
+	s.st.ServerPID = cmd.Process.Pid
+	if pst, err := readStat(cmd.Process.Pid); err == nil {
+		s.st.ServerStart = pst.start
+	}
+	s.st.ServerDir = serverDir
+	if err := saveState(s.dir, s.st); err != nil {
+		cmd.Process.Kill()
+		<-exited
+		s.finishLocked(err)
+		return err
+	}
+	s.phase = phaseRunning
+	s.startMonitor(exited)
+	return nil
+}
+
+// waitServer waits until the wineserver pid listens: it has moved into its
+// socket directory (/tmp/.wine-<uid>/server-<dev>-<inode> upstream; Debian
+// puts it under a directory named in the prefix's wineserver file) and
+// created the socket there. It returns the directory.
+func waitServer(ctx context.Context, pid int, exited <-chan struct{}) (string, error) {
+	ctx, cancel := context.WithTimeout(ctx, serverStartTimeout)
+	defer cancel()
+	for {
+		if cwd, err := os.Readlink(fmt.Sprintf("/proc/%d/cwd", pid)); err == nil && serverDirName.MatchString(filepath.Base(cwd)) {
+			if fi, err := os.Stat(filepath.Join(cwd, "socket")); err == nil && fi.Mode()&os.ModeSocket != 0 {
+				return cwd, nil
+			}
+		}
+		select {
+		case <-exited:
+			return "", fmt.Errorf("exited at start")
+		case <-ctx.Done():
+			return "", fmt.Errorf("no socket after %v: %w", serverStartTimeout, ctx.Err())
+		case <-time.After(10 * time.Millisecond):
+		}
+	}
+}
+
+// startMonitor starts the goroutine that watches the silo until it has
+// stopped; s.mu is held. exited is the owned wineserver's exit, nil for an
+// opened system.
+func (s *system) startMonitor(exited <-chan struct{}) {
+	s.monitorDone = make(chan struct{})
+	go s.monitor(exited)
+}
+
+// monitor is the system's watcher, owned by the system: it ends when the
+// system has stopped (it closes Wait) or at Close. While the system runs
+// with its own wineserver it sleeps until the server exits or a stop is
+// asked; otherwise it scans the silo every monitorInterval.
+func (s *system) monitor(exited <-chan struct{}) {
+	defer close(s.monitorDone)
+	owned := exited != nil
+	serverGone := false
+	var termAt time.Time
+	for {
+		s.mu.Lock()
+		stopping := s.stopAsked
+		s.mu.Unlock()
+		var tick <-chan time.Time
+		if stopping || !owned || serverGone {
+			tick = time.After(monitorInterval)
+		}
+		select {
+		case <-s.monitorStop:
+			return
+		case <-s.wake:
+		case <-exited:
+			serverGone, exited = true, nil
+		case <-tick:
+		}
+		if s.check(owned, serverGone, &termAt) {
+			return
+		}
+	}
+}
+
+// isServer reports whether p is the system's wineserver.
+func (s *system) isServer(p procStat) bool {
+	if s.st.ServerPID != 0 {
+		return p.pid == s.st.ServerPID && (s.st.ServerStart == 0 || p.start == s.st.ServerStart)
+	}
+	return strings.HasPrefix(p.comm, "wineserver")
+}
+
+// check scans the silo once and acts: it reports whether the system has
+// stopped.
+func (s *system) check(owned, serverGone bool, termAt *time.Time) bool {
+	procs, err := siloProcesses(s.prefix)
+	if err != nil {
+		return false
+	}
+	s.mu.Lock()
+	terminate, stopAsked := s.terminate, s.stopAsked
+	var server *procStat
+	var others []procStat
+	for _, p := range procs {
+		if s.isServer(p) {
+			server = &p
+		} else {
+			others = append(others, p)
+		}
+	}
+	s.mu.Unlock()
+	alive := server != nil
+	if owned {
+		alive = !serverGone
+	}
+
+	switch {
+	case !alive:
+		// Without their server Wine processes die; make sure.
+		for _, p := range others {
+			signalProc(p, unix.SIGKILL)
+		}
+		if len(others) == 0 {
+			s.finish(s.lostError())
+			return true
+		}
+	case terminate:
+		if server != nil {
+			signalProc(*server, unix.SIGKILL)
+		}
+		for _, p := range others {
+			signalProc(p, unix.SIGKILL)
+		}
+	case stopAsked:
+		for _, p := range others {
+			if !isWineSystemProcess(p.pid) {
+				return false // still shutting down
+			}
+		}
+		// Only Wine's own processes are left: stop the server, which
+		// ends them. SIGTERM lets it save the registry; it is killed if
+		// it takes too long.
+		if server != nil {
+			if termAt.IsZero() {
+				signalProc(*server, unix.SIGTERM)
+				*termAt = time.Now()
+			} else if time.Since(*termAt) > shutdownServerGrace {
+				signalProc(*server, unix.SIGKILL)
+			}
+		}
+	}
+	return false
+}
+
+// lostError is the ExitError of a system that stopped without being asked;
+// for an owned server it is called once the server has exited.
+func (s *system) lostError() error {
+	if s.opened {
+		return fmt.Errorf("emulation: system %s: its processes ended", s.id)
+	}
+	s.mu.Lock()
+	out := s.serverOutput
+	s.mu.Unlock()
+	return fmt.Errorf("emulation: system %s: the wineserver exited unexpectedly (%v)%s", s.id, s.serverErr, out.suffix())
+}
+
+// Shutdown sends every process of the silo except the wineserver and
+// Wine's own system processes the closest thing Wine has to
+// CTRL_SHUTDOWN_EVENT: SIGINT, which Wine delivers to console control
+// handlers as CTRL_C_EVENT (Wine cannot deliver CTRL_SHUTDOWN_EVENT). It
+// does not wait: once those processes have exited, the monitor stops the
+// wineserver (SIGTERM, then SIGKILL after 5 s), which ends Wine's system
+// processes, and Wait closes. A process that ignores the event keeps the
+// system running until Terminate.
+func (s *system) Shutdown(ctx context.Context) error {
+	s.mu.Lock()
+	if err := s.usableLocked(); err != nil {
+		s.mu.Unlock()
+		return err
+	}
+	s.stopAsked = true
+	if s.phase == phaseCreated {
+		s.finishLocked(nil)
+		s.mu.Unlock()
+		return nil
+	}
+	terminating := s.terminate
+	s.phase = phaseStopping
+	s.mu.Unlock()
+	if !terminating {
+		procs, err := siloProcesses(s.prefix)
+		if err != nil {
+			return err
+		}
+		for _, p := range procs {
+			if err := ctx.Err(); err != nil {
+				return err
+			}
+			if !s.isServer(p) && !isWineSystemProcess(p.pid) {
+				signalProc(p, unix.SIGINT)
+			}
+		}
+	}
+	s.poke()
+	return nil
+}
+
+// Terminate SIGKILLs the wineserver and every process of the silo; the
+// monitor repeats that until none is left, then closes Wait. (The
+// wineserver is killed directly rather than with `wineserver -k`, which is
+// itself a client of the server and would hang on a wedged one; the
+// registry the server would save on a clean exit is thrown away with the
+// prefix anyway.)
+func (s *system) Terminate(ctx context.Context) error {
+	s.mu.Lock()
+	if err := s.usableLocked(); err != nil {
+		s.mu.Unlock()
+		return err
+	}
+	s.stopAsked, s.terminate = true, true
+	if s.phase == phaseCreated {
+		s.finishLocked(nil)
+		s.mu.Unlock()
+		return nil
+	}
+	s.phase = phaseStopping
+	s.mu.Unlock()
+	procs, err := siloProcesses(s.prefix)
+	if err != nil {
+		return err
+	}
+	for _, p := range procs {
+		if s.isServer(p) {
+			signalProc(p, unix.SIGKILL)
+		}
+	}
+	for _, p := range procs {
+		signalProc(p, unix.SIGKILL)
+	}
+	s.poke()
+	return nil
+}
+
+// Stats sums the silo's processes (the wineserver included) from /proc:
+//
+//   - CPU: utime and stime of the running processes plus those of the
+//     processes that ended and were reaped by this process (their own
+//     wait4 rusage); processes reaped elsewhere are not counted;
+//   - memory: CommitBytes is the size of private writable mappings (what
+//     Wine has committed), PrivateWorkingSetBytes the resident private
+//     pages (smaps_rollup), CommitPeakBytes the highest CommitBytes of the
+//     samples taken so far;
+//   - storage: read_bytes and write_bytes of /proc/<pid>/io (what reached
+//     the storage layer, for every file system, not only the scratch; page
+//     cache hits are not reads) of running processes only, and as counts
+//     one per 64 KiB started of each process's bytes (ioCount).
+func (s *system) Stats(ctx context.Context) (*compute.Stats, error) {
+	s.mu.Lock()
+	if err := s.usableLocked(); err != nil {
+		s.mu.Unlock()
+		return nil, err
+	}
+	started := s.started
+	user, kernel := s.cpuUser, s.cpuKernel
+	s.mu.Unlock()
+	procs, err := siloProcesses(s.prefix)
+	if err != nil {
+		return nil, err
+	}
+	now := time.Now()
+	st := &compute.Stats{Timestamp: now, ContainerStartTime: started}
+	if !started.IsZero() {
+		st.Uptime = now.Sub(started)
+	}
+	for _, p := range procs {
+		if err := ctx.Err(); err != nil {
+			return nil, err
+		}
+		user += ticks(p.utime)
+		kernel += ticks(p.stime)
+		m := readMem(p.pid)
+		st.Memory.CommitBytes += m.commit
+		st.Memory.PrivateWorkingSetBytes += m.privateWS
+		io := readIO(p.pid)
+		st.Storage.ReadBytes += io.readBytes
+		st.Storage.WriteBytes += io.writeBytes
+		st.Storage.ReadCount += ioCount(io.readBytes)
+		st.Storage.WriteCount += ioCount(io.writeBytes)
+	}
+	st.CPU.RuntimeUserNS = uint64(user)
+	st.CPU.RuntimeKernelNS = uint64(kernel)
+	st.CPU.TotalRuntimeNS = uint64(user + kernel)
+	s.mu.Lock()
+	if st.Memory.CommitBytes > s.commitPeak {
+		s.commitPeak = st.Memory.CommitBytes
+	}
+	st.Memory.CommitPeakBytes = s.commitPeak
+	s.mu.Unlock()
+	return st, nil
+}
+
+// ProcessList lists the silo's Windows processes: every process of the
+// silo but the wineserver, Wine's system processes (services.exe,
+// winedevice.exe, ...) included, as a silo's are on Windows. Pids are Linux
+// pids.
+func (s *system) ProcessList(ctx context.Context) ([]compute.ProcessInfo, error) {
+	s.mu.Lock()
+	if err := s.usableLocked(); err != nil {
+		s.mu.Unlock()
+		return nil, err
+	}
+	s.mu.Unlock()
+	procs, err := siloProcesses(s.prefix)
+	if err != nil {
+		return nil, err
+	}
+	out := make([]compute.ProcessInfo, 0, len(procs))
+	for _, p := range procs {
+		if err := ctx.Err(); err != nil {
+			return nil, err
+		}
+		s.mu.Lock()
+		server := s.isServer(p)
+		s.mu.Unlock()
+		if !server {
+			out = append(out, processInfo(p))
+		}
+	}
+	return out, nil
+}
+
+// Modify fails with ErrNotSupported for any change: Wine processes are
+// ordinary Linux processes, and the emulation has nothing that enforces
+// CPU or memory limits on a group of them (the limits given at Create are
+// recorded in state.json, not enforced). A Resources that changes nothing
+// is accepted.
+func (s *system) Modify(ctx context.Context, r compute.Resources) error {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if err := s.usableLocked(); err != nil {
+		return err
+	}
+	if !resourcesSet(r) {
+		return nil
+	}
+	return errNotSupported("emulation: system %s: the Wine emulation cannot enforce CPU or memory limits", s.id)
+}
+
+// Close releases the system. A system that has stopped, or that was
+// terminated (Close then waits up to 10 s for its processes to go), is torn
+// down: its mounts are unmounted and Root/<id> is removed. A system still
+// running is left running, reachable with Open.
+func (s *system) Close() error {
+	s.mu.Lock()
+	if s.closed {
+		s.mu.Unlock()
+		return nil
+	}
+	s.closed = true
+	terminated := s.terminate
+	s.mu.Unlock()
+	if terminated {
+		select {
+		case <-s.done:
+		case <-time.After(closeWait):
+		}
+	}
+	close(s.monitorStop)
+	if s.monitorDone != nil {
+		<-s.monitorDone
+	}
+	var err error
+	select {
+	case <-s.done:
+		s.mu.Lock()
+		st := s.st
+		s.mu.Unlock()
+		err = teardown(context.Background(), s.dir, st)
+	default:
+	}
+	s.b.forget(s)
+	return err
+}
+
+// baseEnv is the Unix environment Wine itself needs (not passed to Windows
+// programs: Wine ignores PATH and HOME there).
+func baseEnv() []string {
+	path := os.Getenv("PATH")
+	if path == "" {
+		path = "/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin"
+	}
+	home := os.Getenv("HOME")
+	if home == "" {
+		home = "/root"
+	}
+	return []string{"PATH=" + path, "HOME=" + home}
+}
+
+// tailBuffer keeps the last max bytes written to it.
+type tailBuffer struct {
+	mu  sync.Mutex
+	max int
+	b   []byte
+}
+
+func (t *tailBuffer) Write(p []byte) (int, error) {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	t.b = append(t.b, p...)
+	if len(t.b) > t.max {
+		t.b = t.b[len(t.b)-t.max:]
+	}
+	return len(p), nil
+}
+
+// suffix is ": <output>" for an error message, or "".
+func (t *tailBuffer) suffix() string {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	out := string(bytes.TrimSpace(t.b))
+	if out == "" {
+		return ""
+	}
+	return ": " + out
+}

@@ -1,0 +1,246 @@
+//go:build linux
+
+package emulation
+
+import (
+	"errors"
+	"os"
+	"path/filepath"
+	"slices"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/containerd/errdefs"
+
+	"github.com/winproc/winproc/shim/compute"
+)
+
+// Fast tests of the pure parts; emulation_linux_test.go runs Wine.
+
+func TestCPath(t *testing.T) {
+	tests := []struct {
+		in      string
+		want    []string
+		wantErr error
+	}{
+		{in: `C:\`, want: nil},
+		{in: `C:`, want: nil},
+		{in: `c:\Windows\System32`, want: []string{"Windows", "System32"}},
+		{in: `C:/a//b/./c/../d`, want: []string{"a", "b", "d"}},
+		{in: `C:\..\..\x`, want: []string{"x"}},
+		{in: `\\?\C:\data`, want: []string{"data"}},
+		{in: `D:\data`, wantErr: compute.ErrNotSupported},
+		{in: `D:`, wantErr: compute.ErrNotSupported},
+		{in: `\\server\share`, wantErr: compute.ErrNotSupported},
+		{in: `relative\path`, wantErr: errdefs.ErrInvalidArgument},
+		{in: `C:relative`, wantErr: errdefs.ErrInvalidArgument},
+		{in: ``, wantErr: errdefs.ErrInvalidArgument},
+	}
+	for _, tc := range tests {
+		got, err := cPath(tc.in)
+		if tc.wantErr != nil {
+			if !errors.Is(err, tc.wantErr) {
+				t.Errorf("cPath(%q) error = %v, want %v", tc.in, err, tc.wantErr)
+			}
+			continue
+		}
+		if err != nil || !slices.Equal(got, tc.want) {
+			t.Errorf("cPath(%q) = %q, %v, want %q", tc.in, got, err, tc.want)
+		}
+	}
+	if !errors.Is(errNotSupported("x"), errdefs.ErrNotImplemented) {
+		t.Error("errNotSupported does not wrap errdefs.ErrNotImplemented")
+	}
+}
+
+func TestProcessEnv(t *testing.T) {
+	env, winPath := processEnv([]string{
+		"FOO=1",
+		"Path=C:\\tools;C:\\bin",
+		"foo=2",
+		"TEMP=C:\\mytemp",
+		"WINEDEBUG=+all",
+		"LD_PRELOAD=/evil.so",
+		"=C:=C:\\",
+		"novalue",
+		"EMPTY=",
+	}, "/sys/prefix")
+	get := func(name string) (string, bool) {
+		var v string
+		found := false
+		for _, kv := range env {
+			if n, val, _ := strings.Cut(kv, "="); n == name {
+				v, found = val, true
+			}
+		}
+		return v, found
+	}
+	count := func(name string) int {
+		n := 0
+		for _, kv := range env {
+			if k, _, _ := strings.Cut(kv, "="); strings.EqualFold(k, name) {
+				n++
+			}
+		}
+		return n
+	}
+	if v, _ := get("foo"); v != "2" || count("foo") != 1 {
+		t.Errorf("FOO/foo: env %q, want one foo=2 (later entry wins ignoring case)", env)
+	}
+	if v, _ := get("WINEPATH"); v != `C:\tools;C:\bin` {
+		t.Errorf("WINEPATH = %q, want the spec's PATH", v)
+	}
+	if v, _ := get("PATH"); strings.Contains(v, `C:\`) || v == "" {
+		t.Errorf("Unix PATH = %q, want the shim's", v)
+	}
+	if !strings.HasPrefix(winPath, `C:\tools;C:\bin;`) || !strings.HasSuffix(winPath, defaultWinePath) {
+		t.Errorf("Windows PATH = %q", winPath)
+	}
+	if _, ok := get("TEMP"); ok {
+		t.Error("TEMP passed; Wine ignores it")
+	}
+	if _, ok := get("LD_PRELOAD"); ok {
+		t.Error("LD_PRELOAD passed")
+	}
+	if v, _ := get("WINEDEBUG"); v != "-all" || count("WINEDEBUG") != 1 {
+		t.Errorf("WINEDEBUG: env %q, want only -all", env)
+	}
+	if v, _ := get("WINEPREFIX"); v != "/sys/prefix" {
+		t.Errorf("WINEPREFIX = %q", v)
+	}
+	if v, ok := get("EMPTY"); !ok || v != "" {
+		t.Errorf("EMPTY = %q, %v, want empty and present", v, ok)
+	}
+	if v, _ := get("LANG"); v != "C.UTF-8" {
+		t.Errorf("LANG = %q, want C.UTF-8", v)
+	}
+	for _, kv := range env {
+		if strings.HasPrefix(kv, "=") || kv == "novalue" {
+			t.Errorf("passed %q", kv)
+		}
+	}
+
+	env, winPath = processEnv([]string{"LANG=de_DE.UTF-8"}, "/p")
+	if winPath != defaultWinePath {
+		t.Errorf("Windows PATH without a spec PATH = %q", winPath)
+	}
+	n := 0
+	for _, kv := range env {
+		if strings.HasPrefix(kv, "LANG=") {
+			n++
+			if kv != "LANG=de_DE.UTF-8" {
+				t.Errorf("%s, want the spec's LANG", kv)
+			}
+		}
+		if strings.HasPrefix(kv, "WINEPATH=") {
+			t.Errorf("%s without a spec PATH", kv)
+		}
+	}
+	if n != 1 {
+		t.Errorf("%d LANG entries", n)
+	}
+}
+
+func TestOverlayData(t *testing.T) {
+	got := overlayData([]string{"/l/a:b", "/l/c,d"}, `/u\x`, "/w")
+	want := `lowerdir=/l/a\:b:/l/c\,d,upperdir=/u\\x,workdir=/w,index=off,redirect_dir=off,metacopy=off`
+	if got != want {
+		t.Errorf("overlayData = %s\nwant %s", got, want)
+	}
+}
+
+func TestParseStat(t *testing.T) {
+	line := "1234 (a b) c.exe) S 1 1234 1234 0 -1 4194560 100 0 0 0 250 30 0 0 20 0 8 0 98765 1000 10 18446744073709551615 1 1 0 0 0 0 0 0 0 0 0 0 17 1 0 0 0 0 0"
+	st, err := parseStat(1234, []byte(line))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if st.comm != "a b) c.exe" || st.state != 'S' || st.ppid != 1 || st.utime != 250 || st.stime != 30 || st.start != 98765 {
+		t.Errorf("parseStat = %+v", st)
+	}
+	if _, err := parseStat(1, []byte("garbage")); err == nil {
+		t.Error("parseStat accepted garbage")
+	}
+	self, err := readStat(os.Getpid())
+	if err != nil || self.state == 'Z' || self.ppid != os.Getppid() {
+		t.Errorf("readStat(self) = %+v, %v", self, err)
+	}
+	hz, boot := clock()
+	if hz == 0 || boot.IsZero() || time.Since(startTime(self)) < 0 || time.Since(startTime(self)) > time.Hour {
+		t.Errorf("clock = %d, %v; own start %v", hz, boot, startTime(self))
+	}
+}
+
+func TestResolveProgram(t *testing.T) {
+	c := t.TempDir()
+	for _, f := range []string{"Windows/System32/cmd.exe", "app/Tool.EXE", "app/data.bin", "probe.exe", "my dir/x.com", "tools/t.exe"} {
+		p := filepath.Join(c, filepath.FromSlash(f))
+		if err := os.MkdirAll(filepath.Dir(p), 0o755); err != nil {
+			t.Fatal(err)
+		}
+		if err := os.WriteFile(p, nil, 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	tests := []struct {
+		name, cwd, path, want string
+		wantErr               bool
+	}{
+		{name: "cmd", cwd: `C:\`, want: `C:\Windows\System32\cmd.exe`},
+		{name: "CMD.exe", cwd: `C:\`, want: `C:\Windows\System32\cmd.exe`},
+		{name: `c:\app\tool`, cwd: `C:\`, want: `C:\app\Tool.EXE`},
+		{name: `app\tool.exe`, cwd: `C:\`, want: `C:\app\Tool.EXE`},
+		{name: `tool`, cwd: `C:\app`, want: `C:\app\Tool.EXE`},
+		{name: `\probe`, cwd: `C:\app`, want: `C:\probe.exe`},
+		{name: `..\probe`, cwd: `C:\app`, want: `C:\probe.exe`},
+		{name: `t`, cwd: `C:\`, path: `D:\x;"C:\tools"`, want: `C:\tools\t.exe`},
+		{name: `C:\my dir\x.com`, cwd: `C:\`, want: `C:\my dir\x.com`},
+		{name: `data`, cwd: `C:\app`, wantErr: true},
+		{name: `nothere`, cwd: `C:\`, wantErr: true},
+		{name: `C:\app`, cwd: `C:\`, wantErr: true},
+		{name: `D:\x.exe`, cwd: `C:\`, wantErr: true},
+	}
+	for _, tc := range tests {
+		cwd, _ := cPath(tc.cwd)
+		real, err := resolve(c, cwd)
+		if err != nil {
+			t.Fatalf("resolve %s: %v", tc.cwd, err)
+		}
+		got, err := resolveProgram(c, tc.name, real, tc.path)
+		if tc.wantErr {
+			if err == nil {
+				t.Errorf("resolveProgram(%q in %s) = %q, want an error", tc.name, tc.cwd, got)
+			}
+			continue
+		}
+		if err != nil || got != tc.want {
+			t.Errorf("resolveProgram(%q in %s) = %q, %v, want %q", tc.name, tc.cwd, got, err, tc.want)
+		}
+	}
+}
+
+func TestMkdirFold(t *testing.T) {
+	c := t.TempDir()
+	if err := os.MkdirAll(filepath.Join(c, "Data"), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	outside := t.TempDir()
+	if err := os.Symlink(outside, filepath.Join(c, "out")); err != nil {
+		t.Fatal(err)
+	}
+	p, err := mkdirFold(c, []string{"DATA", "sub"}, false)
+	if err != nil || p != filepath.Join(c, "Data", "sub") {
+		t.Errorf("mkdirFold = %q, %v", p, err)
+	}
+	p, err = mkdirFold(c, []string{"data", "file.txt"}, true)
+	if fi, serr := os.Stat(p); err != nil || serr != nil || !fi.Mode().IsRegular() {
+		t.Errorf("mkdirFold file = %q, %v", p, err)
+	}
+	if _, err := mkdirFold(c, []string{"out", "x"}, false); !errors.Is(err, errdefs.ErrInvalidArgument) {
+		t.Errorf("mkdirFold through a symlink out: %v, want invalid argument", err)
+	}
+	if _, err := os.Stat(filepath.Join(outside, "x")); err == nil {
+		t.Error("mkdirFold created a directory outside C:")
+	}
+}
