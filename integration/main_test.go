@@ -33,11 +33,11 @@ func run(m *testing.M) int {
 	}
 	defer os.RemoveAll(dir)
 	bins, winBins = filepath.Join(dir, "linux"), filepath.Join(dir, "windows")
-	if err := node.BuildBinaries(bins, "linux", "winproc-snapshotter"); err != nil {
+	if err := node.BuildBinaries(bins, "linux", "winproc-snapshotter", "containerd-shim-winproc-v2"); err != nil {
 		fmt.Fprintln(os.Stderr, err)
 		return 1
 	}
-	if err := node.BuildBinaries(winBins, "windows", "pause", "wincat"); err != nil {
+	if err := node.BuildBinaries(winBins, "windows", "pause", "wincat", "winproc-testapp"); err != nil {
 		fmt.Fprintln(os.Stderr, err)
 		return 1
 	}

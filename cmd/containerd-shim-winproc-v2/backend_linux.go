@@ -4,6 +4,7 @@ package main
 
 import (
 	"context"
+	"os"
 	"path/filepath"
 
 	"github.com/containerd/containerd/v2/pkg/namespaces"
@@ -17,14 +18,22 @@ import (
 // The emulated host claims Windows Server 2022, as the snapshotter does.
 const defaultHostBuild = "10.0.20348"
 
-// root keeps each namespace's systems apart: container IDs are unique only
-// within a namespace.
+// root is where the emulation keeps its systems: in containerd's state
+// directory, next to the runtime's own, one directory per namespace (IDs are
+// unique only within one). The shim runs in a task's bundle,
+// <state>/io.containerd.runtime.v2.task/<namespace>/<id>, for serving and
+// for `delete` alike, so both find the same root.
 func root(ctx context.Context) (string, error) {
 	ns, err := namespaces.NamespaceRequired(ctx)
 	if err != nil {
 		return "", err
 	}
-	return filepath.Join(emulation.DefaultRoot, ns), nil
+	bundle, err := os.Getwd()
+	if err != nil {
+		return "", err
+	}
+	state := filepath.Dir(filepath.Dir(filepath.Dir(bundle)))
+	return filepath.Join(state, "winproc-emulation", ns), nil
 }
 
 func newBackend(ctx context.Context, o options.Options) (compute.Backend, error) {

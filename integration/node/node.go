@@ -22,7 +22,9 @@ import (
 	"testing"
 	"time"
 
+	"github.com/winproc/winproc/internal/winetest"
 	"github.com/winproc/winproc/runtimeclass/containerdconfig"
+	"github.com/winproc/winproc/shim/options"
 )
 
 // ToolsEnv names the directory holding containerd, ctr and crictl (built by
@@ -39,11 +41,12 @@ const HostBuild = "10.0.20348"
 type Node struct {
 	Dir                string // everything of this node lives below Dir
 	Tools              string
+	bins               string
 	Address            string // containerd's socket
 	SnapshotterAddress string
 	SnapshotterRoot    string
 	ConfigPath         string
-	containerdLog      *logFile
+	containerd         *daemon
 }
 
 // Start brings up containerd and the snapshotter. bins holds the project's
@@ -62,6 +65,7 @@ func Start(t *testing.T, bins string) *Node {
 	n := &Node{
 		Dir:                dir,
 		Tools:              tools,
+		bins:               bins,
 		Address:            filepath.Join(dir, "containerd.sock"),
 		SnapshotterAddress: filepath.Join(dir, "snapshotter.sock"),
 		SnapshotterRoot:    filepath.Join(dir, "snapshotter"),
@@ -71,6 +75,7 @@ func Start(t *testing.T, bins string) *Node {
 
 	config, err := containerdconfig.Generate(containerdconfig.Node{
 		OS:                 "linux",
+		Options:            n.RuntimeOptions(),
 		Root:               filepath.Join(dir, "root"),
 		State:              filepath.Join(dir, "state"),
 		Address:            n.Address,
@@ -89,14 +94,34 @@ func Start(t *testing.T, bins string) *Node {
 		"-root", n.SnapshotterRoot, "-address", n.SnapshotterAddress,
 		"-containerd-address", n.Address, "-host-build", HostBuild, "-log-level", "debug")
 	waitSocket(t, n.SnapshotterAddress)
-	n.containerdLog = n.startProcess(t, "containerd", filepath.Join(tools, "containerd"), "-c", n.ConfigPath, "-l", "debug")
-	waitSocket(t, n.Address)
-	n.waitContainerd(t)
+	n.startContainerd(t)
 	return n
 }
 
+func (n *Node) startContainerd(t *testing.T) {
+	t.Helper()
+	// containerd finds containerd-shim-winproc-v2 on its PATH.
+	n.containerd = n.startProcess(t, "containerd", filepath.Join(n.Tools, "containerd"), "-c", n.ConfigPath, "-l", "debug")
+	waitSocket(t, n.Address)
+	n.waitContainerd(t)
+}
+
+// RestartContainerd stops containerd as a service manager would (SIGTERM)
+// and starts it again with the same config. Shims keep running.
+func (n *Node) RestartContainerd(t *testing.T) {
+	t.Helper()
+	n.containerd.stop(t)
+	n.startContainerd(t)
+}
+
+// RuntimeOptions are the winproc handler's options on this node: the
+// emulation's Wine template prefix.
+func (n *Node) RuntimeOptions() options.Options {
+	return options.Options{WineTemplatePrefix: os.Getenv(winetest.PrefixEnv)}
+}
+
 // ContainerdLog returns what containerd has logged so far.
-func (n *Node) ContainerdLog() string { return n.containerdLog.String() }
+func (n *Node) ContainerdLog() string { return n.containerd.log.String() }
 
 func (n *Node) waitContainerd(t *testing.T) {
 	t.Helper()
@@ -155,41 +180,60 @@ func (n *Node) run(ctx context.Context, bin string, args ...string) (string, err
 	return string(out), nil
 }
 
+// daemon is a process the node started.
+type daemon struct {
+	name   string
+	cmd    *exec.Cmd
+	log    *logFile
+	exited chan struct{}
+	once   sync.Once
+}
+
 // startProcess starts a daemon of the node in its own process group and
-// stops it when the test ends: SIGTERM, then SIGKILL after 10 s.
-func (n *Node) startProcess(t *testing.T, name, bin string, args ...string) *logFile {
+// stops it when the test ends.
+func (n *Node) startProcess(t *testing.T, name, bin string, args ...string) *daemon {
 	t.Helper()
-	out := &logFile{}
-	cmd := exec.Command(bin, args...)
-	cmd.Stdout, cmd.Stderr = out, out
-	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
-	if err := cmd.Start(); err != nil {
+	d := &daemon{name: name, log: &logFile{}, exited: make(chan struct{})}
+	d.cmd = exec.Command(bin, args...)
+	d.cmd.Env = append(os.Environ(), "PATH="+n.bins+":"+os.Getenv("PATH"))
+	d.cmd.Stdout, d.cmd.Stderr = d.log, d.log
+	d.cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
+	if err := d.cmd.Start(); err != nil {
 		t.Fatalf("start %s: %v", name, err)
 	}
-	exited := make(chan struct{})
 	go func() {
-		cmd.Wait()
-		close(exited)
+		d.cmd.Wait()
+		close(d.exited)
 	}()
 	t.Cleanup(func() {
-		syscall.Kill(-cmd.Process.Pid, syscall.SIGTERM)
-		select {
-		case <-exited:
-		case <-time.After(10 * time.Second):
-			t.Errorf("%s did not stop within 10 s of SIGTERM; killing it", name)
-			syscall.Kill(-cmd.Process.Pid, syscall.SIGKILL)
-			<-exited
-		}
+		d.stop(t)
 		if t.Failed() {
-			t.Logf("%s log:\n%s", name, out.String())
+			t.Logf("%s log:\n%s", name, d.log.String())
 		}
 	})
-	return out
+	return d
+}
+
+// stop ends the daemon: SIGTERM to its process group, SIGKILL after 10 s.
+// Shims started by containerd run in process groups of their own and are
+// not touched.
+func (d *daemon) stop(t *testing.T) {
+	d.once.Do(func() {
+		syscall.Kill(-d.cmd.Process.Pid, syscall.SIGTERM)
+		select {
+		case <-d.exited:
+		case <-time.After(10 * time.Second):
+			t.Errorf("%s did not stop within 10 s of SIGTERM; killing it", d.name)
+			syscall.Kill(-d.cmd.Process.Pid, syscall.SIGKILL)
+			<-d.exited
+		}
+	})
 }
 
 // cleanupDir unmounts anything left below the node's directory (reporting it:
 // a leak is a failure) and removes the directory.
 func (n *Node) cleanupDir(t *testing.T) {
+	n.killLeftovers()
 	for _, m := range Mounts(n.Dir) {
 		t.Errorf("mount left behind: %s", m)
 		syscall.Unmount(m, syscall.MNT_DETACH)

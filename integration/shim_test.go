@@ -1,0 +1,381 @@
+//go:build linux
+
+package integration
+
+import (
+	"bytes"
+	"context"
+	"fmt"
+	"io"
+	"net"
+	"net/http"
+	"os"
+	"path/filepath"
+	"strings"
+	"sync"
+	"syscall"
+	"testing"
+	"time"
+
+	wstats "github.com/Microsoft/hcsshim/cmd/containerd-shim-runhcs-v1/stats"
+	runtimeoptions "github.com/containerd/containerd/api/types/runtimeoptions/v1"
+	containerd "github.com/containerd/containerd/v2/client"
+	"github.com/containerd/containerd/v2/core/containers"
+	"github.com/containerd/containerd/v2/pkg/cio"
+	"github.com/containerd/containerd/v2/pkg/oci"
+	"github.com/containerd/typeurl/v2"
+	"github.com/pelletier/go-toml/v2"
+
+	"github.com/winproc/winproc/integration/node"
+	"github.com/winproc/winproc/runtimeclass/containerdconfig"
+	"github.com/winproc/winproc/winimage"
+)
+
+const testAppImage = "example.com/winproc/testapp:test"
+
+// testApp is the path of winproc-testapp.exe in its image.
+const testApp = `C:\winproc-testapp.exe`
+
+// importTestApp builds the test app's image with the project's tooling and
+// imports it into the node's windowsfilter snapshotter.
+func importTestApp(t *testing.T, n *node.Node) {
+	t.Helper()
+	ctx := context.Background()
+	tree := t.TempDir()
+	exe, err := os.ReadFile(filepath.Join(winBins, "winproc-testapp.exe"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(filepath.Join(tree, "winproc-testapp.exe"), exe, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	base, err := winimage.SyntheticBaseLayer(ctx, time.Time{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	app, err := winimage.LayerFromTree(ctx, tree)
+	if err != nil {
+		t.Fatal(err)
+	}
+	img, err := winimage.Build(winimage.Config{OSVersion: node.HostBuild + ".1", Entrypoint: []string{testApp}}, base, app)
+	if err != nil {
+		t.Fatal(err)
+	}
+	archive := filepath.Join(t.TempDir(), "testapp.tar")
+	if err := winimage.Write(ctx, archive, winimage.FormatOCIArchive, testAppImage, img); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := n.Ctr(ctx, "images", "import", "--platform", "windows/amd64", "--snapshotter", "windowsfilter", archive); err != nil {
+		t.Fatal(err)
+	}
+}
+
+func newClient(t *testing.T, n *node.Node) *containerd.Client {
+	t.Helper()
+	c, err := containerd.New(n.Address, containerd.WithDefaultNamespace(node.Namespace))
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { c.Close() })
+	return c
+}
+
+// output collects a process's stdout and stderr.
+type output struct {
+	mu  sync.Mutex
+	buf bytes.Buffer
+}
+
+func (o *output) Write(p []byte) (int, error) {
+	o.mu.Lock()
+	defer o.mu.Unlock()
+	return o.buf.Write(p)
+}
+
+func (o *output) String() string {
+	o.mu.Lock()
+	defer o.mu.Unlock()
+	return o.buf.String()
+}
+
+// waitFor waits until the output holds want.
+func (o *output) waitFor(t *testing.T, want string) {
+	t.Helper()
+	deadline := time.Now().Add(60 * time.Second)
+	for !strings.Contains(o.String(), want) {
+		if time.Now().After(deadline) {
+			t.Fatalf("output never showed %q; it is:\n%s", want, o.String())
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
+}
+
+// runtimeOpts are the handler options a containerd client passes itself
+// (CRI takes them from config.toml).
+func runtimeOpts(t *testing.T, n *node.Node) *runtimeoptions.Options {
+	t.Helper()
+	body, err := toml.Marshal(n.RuntimeOptions())
+	if err != nil {
+		t.Fatal(err)
+	}
+	return &runtimeoptions.Options{ConfigBody: body}
+}
+
+// startTestApp creates and starts a container of the test app with args, the
+// way containerd's CRI would on Windows: a Windows spec, the windowsfilter
+// snapshotter, the winproc runtime.
+func startTestApp(t *testing.T, n *node.Node, client *containerd.Client, id string, args ...string) (containerd.Task, *output) {
+	t.Helper()
+	ctx := context.Background()
+	image, err := client.GetImage(ctx, testAppImage)
+	if err != nil {
+		t.Fatal(err)
+	}
+	spec, err := oci.GenerateSpecWithPlatform(ctx, client, "windows/amd64", &containers.Container{ID: id},
+		oci.WithProcessArgs(append([]string{testApp}, args...)...),
+		oci.WithEnv([]string{"WINPROC_TEST=" + id}),
+	)
+	if err != nil {
+		t.Fatal(err)
+	}
+	c, err := client.NewContainer(ctx, id,
+		containerd.WithImage(image),
+		containerd.WithSnapshotter(containerdconfig.Snapshotter),
+		containerd.WithNewSnapshot(id, image),
+		containerd.WithRuntime(containerdconfig.RuntimeType, runtimeOpts(t, n)),
+		containerd.WithSpec(spec),
+	)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() {
+		ctx := context.Background()
+		if task, err := c.Task(ctx, nil); err == nil {
+			task.Kill(ctx, syscall.SIGKILL)
+			task.Delete(ctx, containerd.WithProcessKill)
+		}
+		c.Delete(ctx, containerd.WithSnapshotCleanup)
+	})
+	out := &output{}
+	task, err := c.NewTask(ctx, cio.NewCreator(cio.WithStreams(nil, out, out), cio.WithFIFODir(t.TempDir())))
+	if err != nil {
+		t.Fatalf("create task: %v", err)
+	}
+	if err := task.Start(ctx); err != nil {
+		t.Fatalf("start task: %v", err)
+	}
+	return task, out
+}
+
+func freePort(t *testing.T) int {
+	t.Helper()
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer l.Close()
+	return l.Addr().(*net.TCPAddr).Port
+}
+
+func get(t *testing.T, url string) string {
+	t.Helper()
+	resp, err := http.Get(url)
+	if err != nil {
+		t.Fatalf("GET %s: %v", url, err)
+	}
+	defer resp.Body.Close()
+	b, _ := io.ReadAll(resp.Body)
+	return string(b)
+}
+
+func waitStatus(t *testing.T, ch <-chan containerd.ExitStatus) containerd.ExitStatus {
+	t.Helper()
+	select {
+	case st := <-ch:
+		return st
+	case <-time.After(90 * time.Second):
+		t.Fatal("task did not exit")
+	}
+	return containerd.ExitStatus{}
+}
+
+func requireNoLeaks(t *testing.T, n *node.Node, id string) {
+	t.Helper()
+	if leaks := n.Leaks(id); len(leaks) > 0 {
+		t.Errorf("left behind by %s:\n%s", id, strings.Join(leaks, "\n"))
+	}
+}
+
+func TestShimTaskLifecycle(t *testing.T) {
+	n := node.Start(t, bins)
+	importTestApp(t, n)
+	client := newClient(t, n)
+	ctx := context.Background()
+
+	port := freePort(t)
+	task, out := startTestApp(t, n, client, "app", "serve", "-addr", fmt.Sprintf("127.0.0.1:%d", port))
+	out.waitFor(t, "listening on")
+	if got := get(t, fmt.Sprintf("http://127.0.0.1:%d/", port)); !strings.HasPrefix(got, "hello from winproc-testapp") {
+		t.Errorf("GET / = %q", got)
+	}
+
+	// An exec's exit code comes back.
+	execOut := &output{}
+	spec, err := task.Spec(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	p := *spec.Process
+	p.Args = []string{testApp, "exit", "7"}
+	exec, err := task.Exec(ctx, "exit7", &p, cio.NewCreator(cio.WithStreams(nil, execOut, execOut), cio.WithFIFODir(t.TempDir())))
+	if err != nil {
+		t.Fatal(err)
+	}
+	execDone, err := exec.Wait(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := exec.Start(ctx); err != nil {
+		t.Fatal(err)
+	}
+	if st := waitStatus(t, execDone); st.ExitCode() != 7 {
+		t.Errorf("exec exit code %d, want 7", st.ExitCode())
+	}
+	if _, err := exec.Delete(ctx); err != nil {
+		t.Fatal(err)
+	}
+
+	// Statistics: CPU after a burn, memory of the running app.
+	get(t, fmt.Sprintf("http://127.0.0.1:%d/burn?ms=400", port))
+	metrics, err := task.Metrics(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	v, err := typeurl.UnmarshalAny(metrics.Data)
+	if err != nil {
+		t.Fatal(err)
+	}
+	stats, ok := v.(*wstats.Statistics)
+	if !ok {
+		t.Fatalf("metrics are %T, want runhcs statistics", v)
+	}
+	w := stats.GetWindows()
+	if w.GetProcessor().GetTotalRuntimeNS() == 0 || w.GetMemory().GetMemoryUsagePrivateWorkingSetBytes() == 0 {
+		t.Errorf("stats report no CPU or memory: %v", w)
+	}
+	t.Logf("stats: cpu %v, private working set %d bytes", time.Duration(w.GetProcessor().GetTotalRuntimeNS()), w.GetMemory().GetMemoryUsagePrivateWorkingSetBytes())
+
+	// SIGTERM reaches the app's console handler (as CTRL_C under Wine).
+	done, err := task.Wait(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := task.Kill(ctx, syscall.SIGTERM); err != nil {
+		t.Fatal(err)
+	}
+	if st := waitStatus(t, done); st.ExitCode() != 0 {
+		t.Errorf("exit code after SIGTERM %d, want 0", st.ExitCode())
+	}
+	out.waitFor(t, "stopping: CTRL_")
+	if _, err := task.Delete(ctx); err != nil {
+		t.Fatal(err)
+	}
+	requireNoLeaks(t, n, "app")
+}
+
+func TestShimSIGKILL(t *testing.T) {
+	n := node.Start(t, bins)
+	importTestApp(t, n)
+	client := newClient(t, n)
+	ctx := context.Background()
+
+	task, out := startTestApp(t, n, client, "sleeper", "sleep", "-seconds", "0")
+	out.waitFor(t, "ready")
+	done, err := task.Wait(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := task.Kill(ctx, syscall.SIGKILL); err != nil {
+		t.Fatal(err)
+	}
+	if st := waitStatus(t, done); st.ExitCode() == 0 {
+		t.Errorf("exit code after SIGKILL is 0")
+	}
+	if _, err := task.Delete(ctx); err != nil {
+		t.Fatal(err)
+	}
+	requireNoLeaks(t, n, "sleeper")
+}
+
+// A shim killed with SIGKILL: containerd reports the task exited, and its
+// `delete` of the dead shim leaves nothing behind.
+func TestShimKilled(t *testing.T) {
+	n := node.Start(t, bins)
+	importTestApp(t, n)
+	client := newClient(t, n)
+	ctx := context.Background()
+
+	task, out := startTestApp(t, n, client, "orphan", "sleep", "-seconds", "0")
+	out.waitFor(t, "ready")
+	done, err := task.Wait(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	shims := n.Shims()
+	if len(shims) != 1 {
+		t.Fatalf("shims of this node: %v, want 1", shims)
+	}
+	syscall.Kill(shims[0], syscall.SIGKILL)
+	st := waitStatus(t, done)
+	t.Logf("after the shim was killed containerd reported exit %d", st.ExitCode())
+	if _, err := task.Delete(ctx); err != nil {
+		t.Logf("task delete after shim death: %v", err)
+	}
+	requireNoLeaks(t, n, "orphan")
+}
+
+// containerd restarts while a task runs: the task keeps running, its output
+// keeps arriving, and it stops normally.
+func TestContainerdRestart(t *testing.T) {
+	n := node.Start(t, bins)
+	importTestApp(t, n)
+	client := newClient(t, n)
+	ctx := context.Background()
+
+	port := freePort(t)
+	_, out := startTestApp(t, n, client, "survivor", "serve", "-addr", fmt.Sprintf("127.0.0.1:%d", port))
+	out.waitFor(t, "listening on")
+
+	n.RestartContainerd(t)
+
+	client = newClient(t, n)
+	c, err := client.LoadContainer(ctx, "survivor")
+	if err != nil {
+		t.Fatal(err)
+	}
+	task, err := c.Task(ctx, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	status, err := task.Status(ctx)
+	if err != nil || status.Status != containerd.Running {
+		t.Fatalf("after restart the task is %v, %v; want running", status.Status, err)
+	}
+	get(t, fmt.Sprintf("http://127.0.0.1:%d/healthz", port))
+	out.waitFor(t, "GET /healthz")
+
+	done, err := task.Wait(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := task.Kill(ctx, syscall.SIGTERM); err != nil {
+		t.Fatal(err)
+	}
+	if st := waitStatus(t, done); st.ExitCode() != 0 {
+		t.Errorf("exit code %d, want 0", st.ExitCode())
+	}
+	if _, err := task.Delete(ctx); err != nil {
+		t.Fatal(err)
+	}
+	requireNoLeaks(t, n, "survivor")
+}
