@@ -30,7 +30,12 @@ import (
 )
 
 func main() {
-	shim.RunShim(context.Background(), manager.New(containerdconfig.RuntimeType, openBackend))
+	shim.RunShim(context.Background(), manager.New(containerdconfig.RuntimeType, openBackend), func(c *shim.Config) {
+		// pkg/shim's reaper waits for any child and would take exit
+		// statuses from the backends, which wait for their own processes
+		// (the emulation also reaps the orphans it knows, precisely).
+		c.NoReaper = true
+	})
 }
 
 func init() {
