@@ -3,10 +3,12 @@ package task
 import (
 	"context"
 	"encoding/json"
+	"fmt"
 	"net"
 	"os"
 	"path/filepath"
 	"reflect"
+	goruntime "runtime"
 	"syscall"
 	"testing"
 	"time"
@@ -361,3 +363,47 @@ func windowsResources(t *testing.T, r *specs.WindowsResources) *anypb.Any {
 }
 
 func second[T any](_ T, err error) error { return err }
+
+// Exec probes run every few seconds for days: each exec must leave no
+// goroutine behind once it is deleted.
+func TestExecsLeaveNoGoroutines(t *testing.T) {
+	h := newHarness(t)
+	h.create(t, "c1")
+	h.start(t, "c1", "")
+	sys := h.backend.system("c1")
+
+	probe := func(i int) {
+		id := fmt.Sprintf("probe-%d", i)
+		h.exec(t, "c1", id)
+		h.start(t, "c1", id)
+		sys.proc(i + 1).exit(0)
+		h.wait(t, "c1", id)
+		if _, err := h.svc.Delete(h.ctx, &taskAPI.DeleteRequest{ID: "c1", ExecID: id}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	probe(0)
+	baseline := settledGoroutines()
+	for i := 1; i <= 300; i++ {
+		probe(i)
+	}
+	if n := settledGoroutines(); n > baseline {
+		t.Errorf("goroutines grew from %d to %d over 300 exec probes", baseline, n)
+	}
+	sys.proc(0).exit(0)
+	h.wait(t, "c1", "")
+}
+
+// settledGoroutines counts goroutines once exiting ones have ended.
+func settledGoroutines() int {
+	n := goruntime.NumGoroutine()
+	for i := 0; i < 50; i++ {
+		time.Sleep(10 * time.Millisecond)
+		m := goruntime.NumGoroutine()
+		if m == n {
+			return n
+		}
+		n = m
+	}
+	return n
+}

@@ -1,0 +1,104 @@
+//go:build linux
+
+package integration
+
+import (
+	"context"
+	"fmt"
+	"os"
+	"strconv"
+	"strings"
+	"testing"
+
+	"github.com/containerd/containerd/v2/pkg/cio"
+
+	"github.com/winproc/winproc/integration/node"
+)
+
+// Kubelet exec probes run every few seconds for the life of a pod: each
+// exec through the real shim must give back every file descriptor and
+// thread it took.
+func TestExecProbesLeaveNoHandles(t *testing.T) {
+	n := node.Start(t, bins)
+	importTestApp(t, n)
+	client := newClient(t, n)
+	ctx := context.Background()
+
+	task, out := startTestApp(t, n, client, "probed", "sleep", "-seconds", "0")
+	out.waitFor(t, "ready")
+	shims := n.Shims()
+	if len(shims) != 1 {
+		t.Fatalf("shims: %v, want 1", shims)
+	}
+	shim := shims[0]
+	spec, err := task.Spec(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+
+	probe := func(i int) {
+		t.Helper()
+		p := *spec.Process
+		p.Args = []string{testApp, "exit", "0"}
+		probeOut := &output{}
+		exec, err := task.Exec(ctx, fmt.Sprintf("probe-%d", i), &p, cio.NewCreator(cio.WithStreams(nil, probeOut, probeOut), cio.WithFIFODir(t.TempDir())))
+		if err != nil {
+			t.Fatal(err)
+		}
+		done, err := exec.Wait(ctx)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := exec.Start(ctx); err != nil {
+			t.Fatal(err)
+		}
+		if st := waitStatus(t, done); st.ExitCode() != 0 {
+			t.Fatalf("probe %d exit code %d", i, st.ExitCode())
+		}
+		if _, err := exec.Delete(ctx); err != nil {
+			t.Fatal(err)
+		}
+	}
+	// Warm up: the first execs make lasting state (the Wine server's
+	// connections, the reaper).
+	for i := 0; i < 3; i++ {
+		probe(i)
+	}
+	fds, threads := countFDs(t, shim), countThreads(t, shim)
+	const probes = 25
+	for i := 3; i < 3+probes; i++ {
+		probe(i)
+	}
+	if after := countFDs(t, shim); after > fds {
+		t.Errorf("shim file descriptors grew from %d to %d over %d exec probes", fds, after, probes)
+	}
+	if after := countThreads(t, shim); after > threads+2 {
+		t.Errorf("shim threads grew from %d to %d over %d exec probes", threads, after, probes)
+	}
+	t.Logf("after %d probes: %d file descriptors, %d threads", probes, countFDs(t, shim), countThreads(t, shim))
+}
+
+func countFDs(t *testing.T, pid int) int {
+	t.Helper()
+	entries, err := os.ReadDir("/proc/" + strconv.Itoa(pid) + "/fd")
+	if err != nil {
+		t.Fatal(err)
+	}
+	return len(entries)
+}
+
+func countThreads(t *testing.T, pid int) int {
+	t.Helper()
+	b, err := os.ReadFile("/proc/" + strconv.Itoa(pid) + "/status")
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, line := range strings.Split(string(b), "\n") {
+		if v, ok := strings.CutPrefix(line, "Threads:"); ok {
+			n, _ := strconv.Atoi(strings.TrimSpace(v))
+			return n
+		}
+	}
+	t.Fatal("no Threads line")
+	return 0
+}
