@@ -4,16 +4,28 @@ package process
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"io"
 	"time"
 
 	"github.com/Microsoft/go-winio"
 	"github.com/containerd/errdefs"
+	"golang.org/x/sys/windows"
 )
 
+// reconnectLimit is how long output waits for containerd to serve a
+// stream's pipe again after it went away (a containerd restart).
+const reconnectLimit = 5 * time.Minute
+
+// pipeDisconnected reports the errors of writing to a pipe whose server
+// end is gone.
+func pipeDisconnected(err error) bool {
+	return errors.Is(err, windows.ERROR_NO_DATA) || errors.Is(err, windows.ERROR_PIPE_NOT_CONNECTED) || errors.Is(err, windows.ERROR_BROKEN_PIPE)
+}
+
 // openStreams dials the named pipes containerd serves for the process's
-// stdio.
+// stdio. Output survives a containerd restart: the writers dial again.
 func openStreams(ctx context.Context, stdio Stdio) (_ *streams, retErr error) {
 	s := &streams{}
 	defer func() {
@@ -39,11 +51,13 @@ func openStreams(ctx context.Context, stdio Stdio) (_ *streams, retErr error) {
 		if out.path == "" {
 			continue
 		}
-		c, err := winio.DialPipe(out.path, &timeout)
+		path := out.path
+		dial := func() (io.WriteCloser, error) { return winio.DialPipe(path, &timeout) }
+		w, err := newRedialWriter(ctx, path, dial, pipeDisconnected, reconnectLimit)
 		if err != nil {
-			return nil, fmt.Errorf("connect %s: %w", out.path, err)
+			return nil, fmt.Errorf("connect %s: %w", path, err)
 		}
-		*out.dst = c
+		*out.dst = w
 	}
 	if stdio.Terminal && stdio.Stderr != "" {
 		return nil, fmt.Errorf("a process with a console has one output stream; stderr %s must be empty: %w", stdio.Stderr, errdefs.ErrInvalidArgument)
