@@ -38,7 +38,7 @@ const testApp = `C:\winproc-testapp.exe`
 
 // importTestApp builds the test app's image with the project's tooling and
 // imports it into the node's windowsfilter snapshotter.
-func importTestApp(t *testing.T, n *node.Node) {
+func importTestApp(t testing.TB, n *node.Node) {
 	t.Helper()
 	ctx := context.Background()
 	tree := t.TempDir()
@@ -70,7 +70,7 @@ func importTestApp(t *testing.T, n *node.Node) {
 	}
 }
 
-func newClient(t *testing.T, n *node.Node) *containerd.Client {
+func newClient(t testing.TB, n *node.Node) *containerd.Client {
 	t.Helper()
 	c, err := containerd.New(n.Address, containerd.WithDefaultNamespace(node.Namespace))
 	if err != nil {
@@ -99,7 +99,7 @@ func (o *output) String() string {
 }
 
 // waitFor waits until the output holds want.
-func (o *output) waitFor(t *testing.T, want string) {
+func (o *output) waitFor(t testing.TB, want string) {
 	t.Helper()
 	deadline := time.Now().Add(60 * time.Second)
 	for !strings.Contains(o.String(), want) {
@@ -112,7 +112,7 @@ func (o *output) waitFor(t *testing.T, want string) {
 
 // runtimeOpts are the handler options a containerd client passes itself
 // (CRI takes them from config.toml).
-func runtimeOpts(t *testing.T, n *node.Node) *runtimeoptions.Options {
+func runtimeOpts(t testing.TB, n *node.Node) *runtimeoptions.Options {
 	t.Helper()
 	body, err := toml.Marshal(n.RuntimeOptions())
 	if err != nil {
@@ -124,7 +124,7 @@ func runtimeOpts(t *testing.T, n *node.Node) *runtimeoptions.Options {
 // startTestApp creates and starts a container of the test app with args, the
 // way containerd's CRI would on Windows: a Windows spec, the windowsfilter
 // snapshotter, the winproc runtime.
-func startTestApp(t *testing.T, n *node.Node, client *containerd.Client, id string, args ...string) (containerd.Task, *output) {
+func startTestApp(t testing.TB, n *node.Node, client *containerd.Client, id string, args ...string) (containerd.Task, *output) {
 	t.Helper()
 	ctx := context.Background()
 	image, err := client.GetImage(ctx, testAppImage)
@@ -381,4 +381,43 @@ func TestContainerdRestart(t *testing.T) {
 		t.Fatal(err)
 	}
 	requireNoLeaks(t, n, "survivor")
+}
+
+// What the shim's Go runtime prints when it dies (a panic; here a SIGQUIT,
+// which dumps every goroutine the same way) reaches containerd's log: on
+// Linux pkg/shim puts the shim's stderr on containerd's log fifo. The
+// bundle's panic.log, which takes stderr before that (and on Windows for
+// good), exists.
+func TestShimPanicReachesContainerdLog(t *testing.T) {
+	n := node.Start(t, bins)
+	importTestApp(t, n)
+	client := newClient(t, n)
+	ctx := context.Background()
+
+	task, out := startTestApp(t, n, client, "crashy", "sleep", "-seconds", "0")
+	out.waitFor(t, "ready")
+	done, err := task.Wait(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := os.Stat(filepath.Join(n.Bundle("crashy"), "panic.log")); err != nil {
+		t.Errorf("bundle has no panic.log: %v", err)
+	}
+	shims := n.Shims()
+	if len(shims) != 1 {
+		t.Fatalf("shims: %v", shims)
+	}
+	syscall.Kill(shims[0], syscall.SIGQUIT)
+	waitStatus(t, done)
+	deadline := time.Now().Add(30 * time.Second)
+	for !strings.Contains(n.ContainerdLog(), "SIGQUIT: quit") && time.Now().Before(deadline) {
+		time.Sleep(100 * time.Millisecond)
+	}
+	if log := n.ContainerdLog(); !strings.Contains(log, "SIGQUIT: quit") || !strings.Contains(log, "goroutine ") {
+		t.Error("containerd's log does not hold the shim's goroutine dump")
+	}
+	for len(n.Leaks("crashy")) > 0 && time.Now().Before(deadline) {
+		time.Sleep(200 * time.Millisecond)
+	}
+	requireNoLeaks(t, n, "crashy")
 }

@@ -111,6 +111,22 @@ func runtimeOptions(params *bootapi.BootstrapParams) ([]byte, error) {
 	return body, nil
 }
 
+// panicLogName is the file in the bundle that takes the serving shim's
+// standard error, as runhcs keeps it. On Windows that is where a panic
+// lands: the shim's logs go to containerd's log pipe, stderr stays here. On
+// Linux pkg/shim moves stderr onto containerd's log fifo once the shim
+// serves, so a panic reaches containerd's log (which outlives the bundle),
+// and this file keeps only what is printed before that.
+const panicLogName = "panic.log"
+
+func openPanicLog() (*os.File, error) {
+	f, err := os.OpenFile(panicLogName, os.O_WRONLY|os.O_CREATE|os.O_APPEND, 0o600)
+	if err != nil {
+		return nil, fmt.Errorf("open the shim's panic log in the bundle: %w", err)
+	}
+	return f, nil
+}
+
 // group returns the shim a task belongs to: its pod's sandbox, or itself.
 func group(id string) (string, error) {
 	b, err := os.ReadFile("config.json")

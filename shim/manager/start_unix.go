@@ -77,6 +77,13 @@ func (m *Manager) Start(ctx context.Context, params *bootapi.BootstrapParams) (*
 	}
 	cmd.Env = append(cmd.Env, options.Env+"="+string(body))
 	cmd.ExtraFiles = []*os.File{f}
+	panicLog, err := openPanicLog()
+	if err != nil {
+		shim.RemoveSocket(address)
+		return nil, err
+	}
+	defer panicLog.Close()
+	cmd.Stderr = panicLog
 	if err := cmd.Start(); err != nil {
 		shim.RemoveSocket(address)
 		return nil, fmt.Errorf("launch shim for %s: %w", grouping, err)

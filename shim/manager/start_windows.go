@@ -61,6 +61,12 @@ func (m *Manager) Start(ctx context.Context, params *bootapi.BootstrapParams) (*
 	cmd := exec.Command(self, args...)
 	cmd.Dir = cwd
 	cmd.Env = append(os.Environ(), options.Env+"="+string(body))
+	panicLog, err := openPanicLog()
+	if err != nil {
+		return nil, err
+	}
+	defer panicLog.Close()
+	cmd.Stderr = panicLog
 	if err := cmd.Start(); err != nil {
 		return nil, fmt.Errorf("launch shim for %s: %w", grouping, err)
 	}
