@@ -23,6 +23,7 @@ import (
 	"github.com/containerd/containerd/v2/core/containers"
 	"github.com/containerd/containerd/v2/pkg/cio"
 	"github.com/containerd/containerd/v2/pkg/oci"
+	"github.com/containerd/errdefs"
 	"github.com/containerd/typeurl/v2"
 	"github.com/pelletier/go-toml/v2"
 
@@ -39,6 +40,12 @@ const testApp = `C:\winproc-testapp.exe`
 // importTestApp builds the test app's image with the project's tooling and
 // imports it into the node's windowsfilter snapshotter.
 func importTestApp(t testing.TB, n *node.Node) {
+	t.Helper()
+	importTestAppAs(t, n, testAppImage, node.HostBuild+".1")
+}
+
+// importTestAppAs imports the test app as image ref built for osVersion.
+func importTestAppAs(t testing.TB, n *node.Node, ref, osVersion string) {
 	t.Helper()
 	ctx := context.Background()
 	tree := t.TempDir()
@@ -57,12 +64,12 @@ func importTestApp(t testing.TB, n *node.Node) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	img, err := winimage.Build(winimage.Config{OSVersion: node.HostBuild + ".1", Entrypoint: []string{testApp}}, base, app)
+	img, err := winimage.Build(winimage.Config{OSVersion: osVersion, Entrypoint: []string{testApp}}, base, app)
 	if err != nil {
 		t.Fatal(err)
 	}
 	archive := filepath.Join(t.TempDir(), "testapp.tar")
-	if err := winimage.Write(ctx, archive, winimage.FormatOCIArchive, testAppImage, img); err != nil {
+	if err := winimage.Write(ctx, archive, winimage.FormatOCIArchive, ref, img); err != nil {
 		t.Fatal(err)
 	}
 	if _, err := n.Ctr(ctx, "images", "import", "--platform", "windows/amd64", "--snapshotter", "windowsfilter", archive); err != nil {
@@ -126,8 +133,24 @@ func runtimeOpts(t testing.TB, n *node.Node) *runtimeoptions.Options {
 // snapshotter, the winproc runtime.
 func startTestApp(t testing.TB, n *node.Node, client *containerd.Client, id string, args ...string) (containerd.Task, *output) {
 	t.Helper()
+	c := newTestAppContainer(t, n, client, testAppImage, id, args...)
+	out := &output{}
+	task, err := c.NewTask(context.Background(), cio.NewCreator(cio.WithStreams(nil, out, out), cio.WithFIFODir(t.TempDir())))
+	if err != nil {
+		t.Fatalf("create task: %v", err)
+	}
+	if err := task.Start(context.Background()); err != nil {
+		t.Fatalf("start task: %v", err)
+	}
+	return task, out
+}
+
+// newTestAppContainer makes the container record of a test app container
+// from image ref, removed when the test ends.
+func newTestAppContainer(t testing.TB, n *node.Node, client *containerd.Client, ref, id string, args ...string) containerd.Container {
+	t.Helper()
 	ctx := context.Background()
-	image, err := client.GetImage(ctx, testAppImage)
+	image, err := client.GetImage(ctx, ref)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -156,15 +179,7 @@ func startTestApp(t testing.TB, n *node.Node, client *containerd.Client, id stri
 		}
 		c.Delete(ctx, containerd.WithSnapshotCleanup)
 	})
-	out := &output{}
-	task, err := c.NewTask(ctx, cio.NewCreator(cio.WithStreams(nil, out, out), cio.WithFIFODir(t.TempDir())))
-	if err != nil {
-		t.Fatalf("create task: %v", err)
-	}
-	if err := task.Start(ctx); err != nil {
-		t.Fatalf("start task: %v", err)
-	}
-	return task, out
+	return c
 }
 
 func freePort(t *testing.T) int {
@@ -420,4 +435,23 @@ func TestShimPanicReachesContainerdLog(t *testing.T) {
 		time.Sleep(200 * time.Millisecond)
 	}
 	requireNoLeaks(t, n, "crashy")
+}
+
+// An image the host cannot run is refused when its task is created, with
+// the build-matching message, even when its layers are already unpacked
+// (here: shared with an ltsc2022 image, so the differ never saw them).
+func TestCreateRefusesIncompatibleImage(t *testing.T) {
+	n := node.Start(t, bins)
+	importTestApp(t, n)
+	const old = "example.com/winproc/testapp:ltsc2019"
+	importTestAppAs(t, n, old, "10.0.17763.1")
+	client := newClient(t, n)
+
+	c := newTestAppContainer(t, n, client, old, "old", "sleep", "-seconds", "0")
+	_, err := c.NewTask(context.Background(), cio.NullIO)
+	want := `image "` + old + `" is built for 10.0.17763 (ltsc2019); this host is 10.0.20348 (ltsc2022); process isolation needs an image for 10.0.20348 (ltsc2022)`
+	if err == nil || !strings.Contains(err.Error(), want) || !errdefs.IsFailedPrecondition(err) {
+		t.Fatalf("create task of an ltsc2019 image: %v\nwant FailedPrecondition with %q", err, want)
+	}
+	requireNoLeaks(t, n, "old")
 }
