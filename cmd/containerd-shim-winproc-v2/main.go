@@ -30,7 +30,16 @@ import (
 )
 
 func main() {
-	shim.RunShim(context.Background(), manager.New(containerdconfig.RuntimeType, openBackend), func(c *shim.Config) {
+	m := manager.New(containerdconfig.RuntimeType, openBackend)
+	// containerd before 2.3 starts shims by a protocol pkg/shim refuses.
+	if handled, err := startLegacy(context.Background(), m); handled {
+		if err != nil {
+			fmt.Fprintf(os.Stderr, "%s: %s", m.Name(), err)
+			os.Exit(1)
+		}
+		return
+	}
+	shim.RunShim(context.Background(), m, func(c *shim.Config) {
 		// pkg/shim's reaper waits for any child and would take exit
 		// statuses from the backends, which wait for their own processes
 		// (the emulation also reaps the orphans it knows, precisely).
