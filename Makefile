@@ -55,6 +55,13 @@ unit:
 wine-test:
 	GOOS=windows GOARCH=amd64 $(GO) test -count=1 -exec $(CURDIR)/build/wine/go-exec.sh $(WINE_TEST_PACKAGES)
 
+# The shim's performance benchmarks (resident memory next to containerd's
+# runc shim, task API latency through containerd and direct); not part of
+# `test`.
+.PHONY: bench
+bench: tools wine
+	$(GO) test -run '^$$' -bench . -benchtime 1x ./integration/
+
 # A short, fixed-time fuzz of the layer importer (hostile tars).
 fuzz:
 	$(GO) test -run='^$$' -fuzz='^FuzzImport$$' -fuzztime=10s ./snapshotter/wclayer

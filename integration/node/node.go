@@ -51,7 +51,7 @@ type Node struct {
 
 // Start brings up containerd and the snapshotter. bins holds the project's
 // binaries (winproc-snapshotter) built for this test run.
-func Start(t *testing.T, bins string) *Node {
+func Start(t testing.TB, bins string) *Node {
 	t.Helper()
 	tools := os.Getenv(ToolsEnv)
 	if tools == "" {
@@ -98,7 +98,7 @@ func Start(t *testing.T, bins string) *Node {
 	return n
 }
 
-func (n *Node) startContainerd(t *testing.T) {
+func (n *Node) startContainerd(t testing.TB) {
 	t.Helper()
 	// containerd finds containerd-shim-winproc-v2 on its PATH.
 	n.containerd = n.startProcess(t, "containerd", filepath.Join(n.Tools, "containerd"), "-c", n.ConfigPath, "-l", "debug")
@@ -108,7 +108,7 @@ func (n *Node) startContainerd(t *testing.T) {
 
 // RestartContainerd stops containerd as a service manager would (SIGTERM)
 // and starts it again with the same config. Shims keep running.
-func (n *Node) RestartContainerd(t *testing.T) {
+func (n *Node) RestartContainerd(t testing.TB) {
 	t.Helper()
 	n.containerd.stop(t)
 	n.startContainerd(t)
@@ -123,7 +123,7 @@ func (n *Node) RuntimeOptions() options.Options {
 // ContainerdLog returns what containerd has logged so far.
 func (n *Node) ContainerdLog() string { return n.containerd.log.String() }
 
-func (n *Node) waitContainerd(t *testing.T) {
+func (n *Node) waitContainerd(t testing.TB) {
 	t.Helper()
 	deadline := time.Now().Add(30 * time.Second)
 	for {
@@ -191,7 +191,7 @@ type daemon struct {
 
 // startProcess starts a daemon of the node in its own process group and
 // stops it when the test ends.
-func (n *Node) startProcess(t *testing.T, name, bin string, args ...string) *daemon {
+func (n *Node) startProcess(t testing.TB, name, bin string, args ...string) *daemon {
 	t.Helper()
 	d := &daemon{name: name, log: &logFile{}, exited: make(chan struct{})}
 	d.cmd = exec.Command(bin, args...)
@@ -217,7 +217,7 @@ func (n *Node) startProcess(t *testing.T, name, bin string, args ...string) *dae
 // stop ends the daemon: SIGTERM to its process group, SIGKILL after 10 s.
 // Shims started by containerd run in process groups of their own and are
 // not touched.
-func (d *daemon) stop(t *testing.T) {
+func (d *daemon) stop(t testing.TB) {
 	d.once.Do(func() {
 		syscall.Kill(-d.cmd.Process.Pid, syscall.SIGTERM)
 		select {
@@ -232,7 +232,7 @@ func (d *daemon) stop(t *testing.T) {
 
 // cleanupDir unmounts anything left below the node's directory (reporting it:
 // a leak is a failure) and removes the directory.
-func (n *Node) cleanupDir(t *testing.T) {
+func (n *Node) cleanupDir(t testing.TB) {
 	n.killLeftovers()
 	for _, m := range Mounts(n.Dir) {
 		t.Errorf("mount left behind: %s", m)
@@ -259,7 +259,7 @@ func Mounts(dir string) []string {
 	return found
 }
 
-func waitSocket(t *testing.T, path string) {
+func waitSocket(t testing.TB, path string) {
 	t.Helper()
 	deadline := time.Now().Add(30 * time.Second)
 	for {
