@@ -8,9 +8,6 @@ import (
 	"fmt"
 	"os"
 
-	containersapi "github.com/containerd/containerd/api/services/containers/v1"
-	imagesapi "github.com/containerd/containerd/api/services/images/v1"
-	"github.com/containerd/containerd/v2/client"
 	contentproxy "github.com/containerd/containerd/v2/core/content/proxy"
 	"github.com/containerd/containerd/v2/pkg/dialer"
 	"github.com/containerd/containerd/v2/pkg/namespaces"
@@ -89,11 +86,7 @@ func newTaskService(ic *plugin.InitContext) (any, error) {
 		return nil, fmt.Errorf("set up connection to containerd at %s: %w", address, err)
 	}
 	sd.(shutdown.Service).RegisterCallback(func(context.Context) error { return conn.Close() })
-	stores := imagecheck.Stores{
-		Containers: client.NewRemoteContainerStore(containersapi.NewContainersClient(conn)),
-		Images:     client.NewImageStoreFromClient(imagesapi.NewImagesClient(conn)),
-		Content:    contentproxy.NewContentStore(conn),
-	}
+	stores := imagecheck.Stores{Records: imagecheck.Remote(conn), Content: contentproxy.NewContentStore(conn)}
 	check := func(ctx context.Context, id string) error {
 		// A ttrpc request's namespace does not travel on outgoing gRPC
 		// calls by itself.

@@ -7,9 +7,7 @@ import (
 	"errors"
 	"testing"
 
-	"github.com/containerd/containerd/v2/core/containers"
 	"github.com/containerd/containerd/v2/core/content"
-	"github.com/containerd/containerd/v2/core/images"
 	"github.com/containerd/containerd/v2/plugins/content/local"
 	"github.com/containerd/errdefs"
 	"github.com/opencontainers/go-digest"
@@ -18,42 +16,28 @@ import (
 	"github.com/winproc/winproc/winbuild"
 )
 
-type containerRecords map[string]containers.Container
+// records are containerd's records at the seam: container → image name,
+// image name → target.
+type records struct {
+	containers map[string]string
+	images     map[string]ocispec.Descriptor
+}
 
-func (r containerRecords) Get(_ context.Context, id string) (containers.Container, error) {
-	if c, ok := r[id]; ok {
-		return c, nil
+func (r records) ContainerImage(_ context.Context, id string) (string, error) {
+	ref, ok := r.containers[id]
+	if !ok {
+		return "", errdefs.ErrNotFound
 	}
-	return containers.Container{}, errdefs.ErrNotFound
+	return ref, nil
 }
 
-func (r containerRecords) List(context.Context, ...string) ([]containers.Container, error) {
-	panic("unused")
-}
-func (r containerRecords) Create(context.Context, containers.Container) (containers.Container, error) {
-	panic("unused")
-}
-func (r containerRecords) Update(context.Context, containers.Container, ...string) (containers.Container, error) {
-	panic("unused")
-}
-func (r containerRecords) Delete(context.Context, string) error { panic("unused") }
-
-type imageRecords map[string]images.Image
-
-func (r imageRecords) Get(_ context.Context, name string) (images.Image, error) {
-	if i, ok := r[name]; ok {
-		return i, nil
+func (r records) ImageTarget(_ context.Context, name string) (ocispec.Descriptor, error) {
+	d, ok := r.images[name]
+	if !ok {
+		return ocispec.Descriptor{}, errdefs.ErrNotFound
 	}
-	return images.Image{}, errdefs.ErrNotFound
+	return d, nil
 }
-func (r imageRecords) List(context.Context, ...string) ([]images.Image, error) { panic("unused") }
-func (r imageRecords) Create(context.Context, images.Image) (images.Image, error) {
-	panic("unused")
-}
-func (r imageRecords) Update(context.Context, images.Image, ...string) (images.Image, error) {
-	panic("unused")
-}
-func (r imageRecords) Delete(context.Context, string, ...images.DeleteOpt) error { panic("unused") }
 
 func write(t *testing.T, store content.Store, mediaType string, v any) ocispec.Descriptor {
 	t.Helper()
@@ -87,18 +71,18 @@ func TestCheck(t *testing.T) {
 	}})
 	s := Stores{
 		Content: store,
-		Images: imageRecords{
-			"app:multi":   {Name: "app:multi", Target: index},
-			"app:2019":    {Name: "app:2019", Target: manifest(t, store, "10.0.17763.5820")},
-			"app:2022":    {Name: "app:2022", Target: manifest(t, store, "10.0.20348.2227")},
-			"app:unknown": {Name: "app:unknown", Target: manifest(t, store, "")},
-			"app:onlyold": {Name: "app:onlyold", Target: write(t, store, ocispec.MediaTypeImageIndex, ocispec.Index{Manifests: []ocispec.Descriptor{manifest(t, store, "10.0.17763.2")}})},
-		},
-		Containers: containerRecords{
-			"multi": {ID: "multi", Image: "app:multi"}, "old": {ID: "old", Image: "app:2019"},
-			"new": {ID: "new", Image: "app:2022"}, "unknown": {ID: "unknown", Image: "app:unknown"},
-			"rootfs-only": {ID: "rootfs-only"}, "gone": {ID: "gone", Image: "app:deleted"},
-			"onlyold": {ID: "onlyold", Image: "app:onlyold"},
+		Records: records{
+			images: map[string]ocispec.Descriptor{
+				"app:multi":   index,
+				"app:2019":    manifest(t, store, "10.0.17763.5820"),
+				"app:2022":    manifest(t, store, "10.0.20348.2227"),
+				"app:unknown": manifest(t, store, ""),
+				"app:onlyold": write(t, store, ocispec.MediaTypeImageIndex, ocispec.Index{Manifests: []ocispec.Descriptor{manifest(t, store, "10.0.17763.2")}}),
+			},
+			containers: map[string]string{
+				"multi": "app:multi", "old": "app:2019", "new": "app:2022", "unknown": "app:unknown",
+				"rootfs-only": "", "gone": "app:deleted", "onlyold": "app:onlyold",
+			},
 		},
 	}
 	tests := []struct {
