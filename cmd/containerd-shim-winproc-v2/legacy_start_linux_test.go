@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	apitypes "github.com/containerd/containerd/api/types"
 	"net"
 	"os"
 	"os/exec"
@@ -42,10 +43,7 @@ func TestStartProtocols(t *testing.T) {
 		t.Skip("needs root for the shim sockets in " + defaults.DefaultStateDir)
 	}
 	tmp := t.TempDir()
-	bin := filepath.Join(tmp, "containerd-shim-winproc-v2")
-	if out, err := exec.Command("go", "build", "-o", bin, ".").CombinedOutput(); err != nil {
-		t.Fatalf("go build: %v\n%s", err, out)
-	}
+	bin := buildShim(t, tmp)
 	socketDir := filepath.Join(defaults.DefaultStateDir, "s")
 	cleanupDirs(t, socketDir)
 	state := filepath.Join(tmp, "state")
@@ -149,6 +147,35 @@ func TestStartProtocols(t *testing.T) {
 
 // connectV2 asks the shim at address for task API v2's Connect, as
 // containerd 1.7 does, and returns the shim's pid.
+// buildShim builds the shim binary into dir.
+func buildShim(t *testing.T, dir string) string {
+	t.Helper()
+	bin := filepath.Join(dir, "containerd-shim-winproc-v2")
+	if out, err := exec.Command("go", "build", "-o", bin, ".").CombinedOutput(); err != nil {
+		t.Fatalf("go build: %v\n%s", err, out)
+	}
+	return bin
+}
+
+// `-info` answers containerd's runtime introspection with a RuntimeInfo.
+func TestInfo(t *testing.T) {
+	if testing.Short() {
+		t.Skip("builds and runs the shim binary")
+	}
+	bin := buildShim(t, t.TempDir())
+	out, err := exec.Command(bin, "-info").Output()
+	if err != nil {
+		t.Fatalf("-info: %v", err)
+	}
+	var info apitypes.RuntimeInfo
+	if err := proto.Unmarshal(out, &info); err != nil {
+		t.Fatalf("-info printed no RuntimeInfo: %v", err)
+	}
+	if info.GetName() != "io.containerd.winproc.v2" || info.GetVersion().GetVersion() == "" {
+		t.Errorf("-info = %v", &info)
+	}
+}
+
 func connectV2(t *testing.T, address, bin string) int {
 	t.Helper()
 	client := dial(t, address)
