@@ -3,7 +3,6 @@
 package integration
 
 import (
-	"bytes"
 	"context"
 	"fmt"
 	"io"
@@ -12,7 +11,6 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
-	"sync"
 	"syscall"
 	"testing"
 	"time"
@@ -88,22 +86,7 @@ func newClient(t testing.TB, n *node.Node) *containerd.Client {
 }
 
 // output collects a process's stdout and stderr.
-type output struct {
-	mu  sync.Mutex
-	buf bytes.Buffer
-}
-
-func (o *output) Write(p []byte) (int, error) {
-	o.mu.Lock()
-	defer o.mu.Unlock()
-	return o.buf.Write(p)
-}
-
-func (o *output) String() string {
-	o.mu.Lock()
-	defer o.mu.Unlock()
-	return o.buf.String()
-}
+type output struct{ node.Buffer }
 
 // waitFor waits until the output holds want.
 func (o *output) waitFor(t testing.TB, want string) {
@@ -214,6 +197,34 @@ func waitStatus(t *testing.T, ch <-chan containerd.ExitStatus) containerd.ExitSt
 	return containerd.ExitStatus{}
 }
 
+// requireNoLeaksWithin waits up to limit for what containerd cleans up on
+// its own (after a shim died) to be gone.
+func requireNoLeaksWithin(t *testing.T, n *node.Node, id string, limit time.Duration) {
+	t.Helper()
+	deadline := time.Now().Add(limit)
+	for len(n.Leaks(id)) > 0 && time.Now().Before(deadline) {
+		time.Sleep(200 * time.Millisecond)
+	}
+	requireNoLeaks(t, n, id)
+}
+
+// startSleeper starts a test app that waits for a console event, and
+// returns its exit channel and its shim's PID.
+func startSleeper(t *testing.T, n *node.Node, client *containerd.Client, id string) (containerd.Task, <-chan containerd.ExitStatus, int) {
+	t.Helper()
+	task, out := startTestApp(t, n, client, id, "sleep", "-seconds", "0")
+	out.waitFor(t, "ready")
+	done, err := task.Wait(context.Background())
+	if err != nil {
+		t.Fatal(err)
+	}
+	shims := n.Shims()
+	if len(shims) != 1 {
+		t.Fatalf("shims of this node: %v, want 1", shims)
+	}
+	return task, done, shims[0]
+}
+
 func requireNoLeaks(t *testing.T, n *node.Node, id string) {
 	t.Helper()
 	if leaks := n.Leaks(id); len(leaks) > 0 {
@@ -301,22 +312,14 @@ func TestShimTaskLifecycle(t *testing.T) {
 func TestShimSIGKILL(t *testing.T) {
 	n := node.Start(t, bins)
 	importTestApp(t, n)
-	client := newClient(t, n)
-	ctx := context.Background()
-
-	task, out := startTestApp(t, n, client, "sleeper", "sleep", "-seconds", "0")
-	out.waitFor(t, "ready")
-	done, err := task.Wait(ctx)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := task.Kill(ctx, syscall.SIGKILL); err != nil {
+	task, done, _ := startSleeper(t, n, newClient(t, n), "sleeper")
+	if err := task.Kill(context.Background(), syscall.SIGKILL); err != nil {
 		t.Fatal(err)
 	}
 	if st := waitStatus(t, done); st.ExitCode() == 0 {
 		t.Errorf("exit code after SIGKILL is 0")
 	}
-	if _, err := task.Delete(ctx); err != nil {
+	if _, err := task.Delete(context.Background()); err != nil {
 		t.Fatal(err)
 	}
 	requireNoLeaks(t, n, "sleeper")
@@ -327,29 +330,13 @@ func TestShimSIGKILL(t *testing.T) {
 func TestShimKilled(t *testing.T) {
 	n := node.Start(t, bins)
 	importTestApp(t, n)
-	client := newClient(t, n)
-	ctx := context.Background()
-
-	task, out := startTestApp(t, n, client, "orphan", "sleep", "-seconds", "0")
-	out.waitFor(t, "ready")
-	done, err := task.Wait(ctx)
-	if err != nil {
-		t.Fatal(err)
-	}
-	shims := n.Shims()
-	if len(shims) != 1 {
-		t.Fatalf("shims of this node: %v, want 1", shims)
-	}
-	syscall.Kill(shims[0], syscall.SIGKILL)
+	_, done, shim := startSleeper(t, n, newClient(t, n), "orphan")
+	syscall.Kill(shim, syscall.SIGKILL)
 	st := waitStatus(t, done)
 	t.Logf("after the shim was killed containerd reported exit %d", st.ExitCode())
 	// containerd cleans up after a dead shim on its own, running our
 	// `delete`, while it reports the exit.
-	deadline := time.Now().Add(60 * time.Second)
-	for len(n.Leaks("orphan")) > 0 && time.Now().Before(deadline) {
-		time.Sleep(200 * time.Millisecond)
-	}
-	requireNoLeaks(t, n, "orphan")
+	requireNoLeaksWithin(t, n, "orphan", time.Minute)
 }
 
 // containerd restarts while a task runs: the task keeps running, its output
@@ -406,23 +393,11 @@ func TestContainerdRestart(t *testing.T) {
 func TestShimPanicReachesContainerdLog(t *testing.T) {
 	n := node.Start(t, bins)
 	importTestApp(t, n)
-	client := newClient(t, n)
-	ctx := context.Background()
-
-	task, out := startTestApp(t, n, client, "crashy", "sleep", "-seconds", "0")
-	out.waitFor(t, "ready")
-	done, err := task.Wait(ctx)
-	if err != nil {
-		t.Fatal(err)
-	}
+	_, done, shim := startSleeper(t, n, newClient(t, n), "crashy")
 	if _, err := os.Stat(filepath.Join(n.Bundle("crashy"), "panic.log")); err != nil {
 		t.Errorf("bundle has no panic.log: %v", err)
 	}
-	shims := n.Shims()
-	if len(shims) != 1 {
-		t.Fatalf("shims: %v", shims)
-	}
-	syscall.Kill(shims[0], syscall.SIGQUIT)
+	syscall.Kill(shim, syscall.SIGQUIT)
 	waitStatus(t, done)
 	deadline := time.Now().Add(30 * time.Second)
 	for !strings.Contains(n.ContainerdLog(), "SIGQUIT: quit") && time.Now().Before(deadline) {
@@ -431,10 +406,7 @@ func TestShimPanicReachesContainerdLog(t *testing.T) {
 	if log := n.ContainerdLog(); !strings.Contains(log, "SIGQUIT: quit") || !strings.Contains(log, "goroutine ") {
 		t.Error("containerd's log does not hold the shim's goroutine dump")
 	}
-	for len(n.Leaks("crashy")) > 0 && time.Now().Before(deadline) {
-		time.Sleep(200 * time.Millisecond)
-	}
-	requireNoLeaks(t, n, "crashy")
+	requireNoLeaksWithin(t, n, "crashy", time.Minute)
 }
 
 // An image the host cannot run is refused when its task is created, with

@@ -184,7 +184,7 @@ func (n *Node) run(ctx context.Context, bin string, args ...string) (string, err
 type daemon struct {
 	name   string
 	cmd    *exec.Cmd
-	log    *logFile
+	log    *Buffer
 	exited chan struct{}
 	once   sync.Once
 }
@@ -193,7 +193,7 @@ type daemon struct {
 // stops it when the test ends.
 func (n *Node) startProcess(t testing.TB, name, bin string, args ...string) *daemon {
 	t.Helper()
-	d := &daemon{name: name, log: &logFile{}, exited: make(chan struct{})}
+	d := &daemon{name: name, log: &Buffer{}, exited: make(chan struct{})}
 	d.cmd = exec.Command(bin, args...)
 	d.cmd.Env = append(os.Environ(), "PATH="+n.bins+":"+os.Getenv("PATH"))
 	d.cmd.Stdout, d.cmd.Stderr = d.log, d.log
@@ -275,22 +275,23 @@ func waitSocket(t testing.TB, path string) {
 	}
 }
 
-// logFile collects a daemon's output for failure reports and log checks.
-type logFile struct {
+// Buffer collects a process's output while the process writes it: daemon
+// logs for failure reports and log checks, container output in tests.
+type Buffer struct {
 	mu  sync.Mutex
 	buf bytes.Buffer
 }
 
-func (l *logFile) Write(p []byte) (int, error) {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	return l.buf.Write(p)
+func (b *Buffer) Write(p []byte) (int, error) {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return b.buf.Write(p)
 }
 
-func (l *logFile) String() string {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	return l.buf.String()
+func (b *Buffer) String() string {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return b.buf.String()
 }
 
 // BuildBinaries builds the project's commands for goos ("linux" or

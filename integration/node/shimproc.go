@@ -124,7 +124,7 @@ type ShimProcess struct {
 	Bundle    string // its working directory
 	Dir       string // everything of it lives below Dir
 	cmd       *exec.Cmd
-	log       *logFile
+	log       *Buffer
 	exited    chan struct{}
 	once      sync.Once
 }
@@ -158,7 +158,7 @@ func (n *Node) StartShim(t testing.TB, binary, namespace, id string, env ...stri
 		Socket:    filepath.Join(dir, "shim.sock"),
 		Bundle:    filepath.Join(dir, "state", "io.containerd.runtime.v2.task", namespace, id),
 		Dir:       dir,
-		log:       &logFile{},
+		log:       &Buffer{},
 		exited:    make(chan struct{}),
 	}
 	// Cleanups run last registered first: the shim is stopped, then its
