@@ -51,6 +51,10 @@ type Process struct {
 	stdio    Stdio
 	settings *compute.ProcessSettings
 	onExit   ExitHook
+	// shutdown, for an init process, shuts its whole compute system down:
+	// what a CTRL_SHUTDOWN to the container means when the backend cannot
+	// deliver console events to one process.
+	shutdown func(context.Context) error
 
 	mu       sync.Mutex
 	status   task.Status
@@ -74,6 +78,11 @@ func New(id string, settings *compute.ProcessSettings, stdio Stdio, onExit ExitH
 		done:     make(chan struct{}),
 	}
 }
+
+// SetSystemShutdown makes SIGTERM fall back to shutting the compute system
+// down (CTRL_SHUTDOWN to every process in it) where the backend cannot send
+// console events; for the init process.
+func (p *Process) SetSystemShutdown(shutdown func(context.Context) error) { p.shutdown = shutdown }
 
 // ID returns the process's ID.
 func (p *Process) ID() string { return p.id }
@@ -192,7 +201,12 @@ func (p *Process) Kill(ctx context.Context, signal uint32) error {
 			return fmt.Errorf("send %s to process %s: %w", event, p.id, err)
 		}
 		// A backend that cannot deliver console events (HCS's public API)
-		// still has to stop the process.
+		// still has to stop the process: gracefully for the whole container
+		// where it can, else by terminating.
+		if event == compute.CtrlShutdown && p.shutdown != nil {
+			log.G(ctx).WithField("process", p.id).Infof("%s cannot be delivered by this backend; shutting the container down", event)
+			return p.shutdown(ctx)
+		}
 		log.G(ctx).WithField("process", p.id).Warnf("%s cannot be delivered by this backend; terminating instead", event)
 		return proc.Kill(ctx)
 	}

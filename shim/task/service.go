@@ -126,6 +126,7 @@ func (s *Service) Create(ctx context.Context, r *taskAPI.CreateTaskRequest) (_ *
 	}
 	c := &container{id: r.ID, bundle: r.Bundle, system: sys, execs: map[string]*process.Process{}}
 	c.init = process.New(r.ID, procSettings, process.Stdio{Stdin: r.Stdin, Stdout: r.Stdout, Stderr: r.Stderr, Terminal: r.Terminal}, c.teardown)
+	c.init.SetSystemShutdown(sys.Shutdown)
 
 	s.mu.Lock()
 	s.containers[r.ID] = c
