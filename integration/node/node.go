@@ -79,6 +79,7 @@ func Start(t testing.TB, bins string) *Node {
 		Root:               filepath.Join(dir, "root"),
 		State:              filepath.Join(dir, "state"),
 		Address:            n.Address,
+		ShimSocketDir:      filepath.Join(dir, "s"),
 		SnapshotterAddress: n.SnapshotterAddress,
 		Handler:            "winproc",
 		Sandboxer:          "shim",

@@ -41,6 +41,9 @@ type Node struct {
 	// Root, State and Address place containerd itself; leave them empty
 	// for a fragment merged into an existing config.
 	Root, State, Address string
+	// ShimSocketDir, when set, is where containerd has shims put their
+	// sockets (default: containerd's state directory's s/).
+	ShimSocketDir string
 	// SnapshotterAddress is where winproc-snapshotter listens.
 	SnapshotterAddress string
 	// Handler is the runtime handler name RuntimeClasses refer to.
@@ -168,6 +171,9 @@ func Generate(n Node) ([]byte, error) {
 	}
 	if n.Address != "" {
 		f.GRPC = &grpcSection{Address: n.Address}
+	}
+	if n.ShimSocketDir != "" {
+		f.Plugins["io.containerd.shim.v1.manager"] = map[string]any{"socket_dir": n.ShimSocketDir}
 	}
 	var buf bytes.Buffer
 	enc := toml.NewEncoder(&buf)

@@ -56,6 +56,9 @@ func TestGenerateWindowsNode(t *testing.T) {
 	if _, ok := tree["grpc"]; ok {
 		t.Error("a fragment must not move containerd's own socket")
 	}
+	if lookup(tree, []string{"plugins", "io.containerd.shim.v1.manager"}) != nil {
+		t.Error("a fragment must not move the shims' sockets")
+	}
 
 	// The options table is what the shim decodes.
 	body, err := toml.Marshal(lookup(tree, []string{"plugins", "io.containerd.cri.v1.runtime", "containerd", "runtimes", "winproc", "options"}))
@@ -69,7 +72,7 @@ func TestGenerateWindowsNode(t *testing.T) {
 
 func TestGenerateEmulationNode(t *testing.T) {
 	out, err := Generate(Node{
-		OS: "linux", Root: "/tmp/c/root", State: "/tmp/c/state", Address: "/tmp/c/containerd.sock",
+		OS: "linux", Root: "/tmp/c/root", State: "/tmp/c/state", Address: "/tmp/c/containerd.sock", ShimSocketDir: "/tmp/c/s",
 		SnapshotterAddress: "/tmp/c/snapshotter.sock", Handler: "winproc-test", Sandboxer: "podsandbox",
 	})
 	if err != nil {
@@ -86,6 +89,7 @@ func TestGenerateEmulationNode(t *testing.T) {
 		{[]string{"root"}, "/tmp/c/root"},
 		{[]string{"state"}, "/tmp/c/state"},
 		{[]string{"grpc", "address"}, "/tmp/c/containerd.sock"},
+		{[]string{"plugins", "io.containerd.shim.v1.manager", "socket_dir"}, "/tmp/c/s"},
 		{[]string{"proxy_plugins", "windowsfilter", "address"}, "/tmp/c/snapshotter.sock"},
 		{[]string{"plugins", "io.containerd.cri.v1.runtime", "containerd", "runtimes", "winproc-test", "sandboxer"}, "podsandbox"},
 	}
