@@ -128,8 +128,13 @@ func openPanicLog() (*os.File, error) {
 }
 
 // group returns the shim a task belongs to: its pod's sandbox, or itself.
+// A sandbox's own bundle may hold no spec (containerd's shim sandboxer
+// makes it with none): the sandbox is its own group.
 func group(id string) (string, error) {
 	b, err := os.ReadFile("config.json")
+	if errors.Is(err, os.ErrNotExist) {
+		return id, nil
+	}
 	if err != nil {
 		return "", fmt.Errorf("read the bundle's config.json: %w", err)
 	}
