@@ -27,6 +27,10 @@ type container struct {
 	bundle string
 	system compute.System
 	init   *process.Process
+	// release frees what the task's rootfs holds beyond the compute system
+	// (the sandbox's pause snapshot and lease); nil for containerd's tasks,
+	// whose rootfs containerd owns.
+	release func(context.Context) error
 
 	mu    sync.Mutex
 	execs map[string]*process.Process
@@ -100,6 +104,11 @@ func (c *container) teardown(ctx context.Context, _ *process.Process, status uin
 	}
 	if err := c.system.Close(); err != nil {
 		logger.WithError(err).Error("release compute system")
+	}
+	if c.release != nil {
+		if err := c.release(ctx); err != nil {
+			logger.WithError(err).Error("release rootfs")
+		}
 	}
 	return status
 }

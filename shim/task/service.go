@@ -13,6 +13,7 @@ import (
 	"path/filepath"
 	"sync"
 	"syscall"
+	"time"
 
 	eventstypes "github.com/containerd/containerd/api/events"
 	taskAPI "github.com/containerd/containerd/api/runtime/task/v3"
@@ -107,30 +108,15 @@ func (s *Service) Create(ctx context.Context, r *taskAPI.CreateTaskRequest) (_ *
 	if err != nil {
 		return nil, err
 	}
-	settings, procSettings, err := compute.FromSpec(spec, mount.FromProto(r.Rootfs), s.backend.HostCPUs())
-	if err != nil {
-		return nil, fmt.Errorf("task %s: %w", r.ID, err)
-	}
-	if settings.Resources.CPUCountCapped {
-		log.G(ctx).WithField("task", r.ID).Warnf("CPU count %d is more than the host's %d processors; using %d",
-			settings.Resources.RequestedCPUCount, s.backend.HostCPUs(), settings.Resources.CPUCount)
-	}
 	if s.checkImage != nil {
 		if err := s.checkImage(ctx, r.ID); err != nil {
 			return nil, err
 		}
 	}
-	sys, err := s.backend.Create(ctx, r.ID, settings)
-	if err != nil {
-		return nil, fmt.Errorf("create compute system for task %s: %w", r.ID, err)
+	stdio := process.Stdio{Stdin: r.Stdin, Stdout: r.Stdout, Stderr: r.Stderr, Terminal: r.Terminal}
+	if err := s.create(ctx, r.ID, r.Bundle, spec, mount.FromProto(r.Rootfs), stdio, nil); err != nil {
+		return nil, err
 	}
-	c := &container{id: r.ID, bundle: r.Bundle, system: sys, execs: map[string]*process.Process{}}
-	c.init = process.New(r.ID, procSettings, process.Stdio{Stdin: r.Stdin, Stdout: r.Stdout, Stderr: r.Stderr, Terminal: r.Terminal}, c.teardown)
-	c.init.SetSystemShutdown(sys.Shutdown)
-
-	s.mu.Lock()
-	s.containers[r.ID] = c
-	s.mu.Unlock()
 	s.publish(ctx, runtime.TaskCreateEventTopic, &eventstypes.TaskCreate{
 		ContainerID: r.ID,
 		Bundle:      r.Bundle,
@@ -139,6 +125,73 @@ func (s *Service) Create(ctx context.Context, r *taskAPI.CreateTaskRequest) (_ *
 		Checkpoint:  r.Checkpoint,
 	})
 	return &taskAPI.CreateTaskResponse{}, nil
+}
+
+// CreateFromSpec creates a task containerd did not ask for: the pod's pause
+// container, whose spec and rootfs the shim's sandbox service made. release
+// runs after the task's compute system is torn down.
+func (s *Service) CreateFromSpec(ctx context.Context, id, bundle string, spec *specs.Spec, rootfs []mount.Mount, release func(context.Context) error) error {
+	s.mu.Lock()
+	_, exists := s.containers[id]
+	s.mu.Unlock()
+	if exists {
+		return fmt.Errorf("task %s: %w", id, errdefs.ErrAlreadyExists)
+	}
+	return s.create(ctx, id, bundle, spec, rootfs, process.Stdio{}, release)
+}
+
+func (s *Service) create(ctx context.Context, id, bundle string, spec *specs.Spec, rootfs []mount.Mount, stdio process.Stdio, release func(context.Context) error) error {
+	settings, procSettings, err := compute.FromSpec(spec, rootfs, s.backend.HostCPUs())
+	if err != nil {
+		return fmt.Errorf("task %s: %w", id, err)
+	}
+	if settings.Resources.CPUCountCapped {
+		log.G(ctx).WithField("task", id).Warnf("CPU count %d is more than the host's %d processors; using %d",
+			settings.Resources.RequestedCPUCount, s.backend.HostCPUs(), settings.Resources.CPUCount)
+	}
+	sys, err := s.backend.Create(ctx, id, settings)
+	if err != nil {
+		return fmt.Errorf("create compute system for task %s: %w", id, err)
+	}
+	c := &container{id: id, bundle: bundle, system: sys, execs: map[string]*process.Process{}, release: release}
+	c.init = process.New(id, procSettings, stdio, c.teardown)
+	c.init.SetSystemShutdown(sys.Shutdown)
+	s.mu.Lock()
+	s.containers[id] = c
+	s.mu.Unlock()
+	return nil
+}
+
+// PodStats sums the statistics of every compute system this shim serves:
+// the pod's usage.
+func (s *Service) PodStats(ctx context.Context) (*compute.Stats, error) {
+	s.mu.Lock()
+	list := make([]*container, 0, len(s.containers))
+	for _, c := range s.containers {
+		list = append(list, c)
+	}
+	s.mu.Unlock()
+	sum := &compute.Stats{Timestamp: time.Now()}
+	for _, c := range list {
+		if st := c.init.State(); st.Status != task.Status_RUNNING {
+			continue
+		}
+		st, err := c.system.Stats(ctx)
+		if err != nil {
+			return nil, fmt.Errorf("statistics of task %s: %w", c.id, err)
+		}
+		sum.CPU.TotalRuntimeNS += st.CPU.TotalRuntimeNS
+		sum.CPU.RuntimeUserNS += st.CPU.RuntimeUserNS
+		sum.CPU.RuntimeKernelNS += st.CPU.RuntimeKernelNS
+		sum.Memory.CommitBytes += st.Memory.CommitBytes
+		sum.Memory.CommitPeakBytes += st.Memory.CommitPeakBytes
+		sum.Memory.PrivateWorkingSetBytes += st.Memory.PrivateWorkingSetBytes
+		sum.Storage.ReadCount += st.Storage.ReadCount
+		sum.Storage.ReadBytes += st.Storage.ReadBytes
+		sum.Storage.WriteCount += st.Storage.WriteCount
+		sum.Storage.WriteBytes += st.Storage.WriteBytes
+	}
+	return sum, nil
 }
 
 func readSpec(bundle string) (*specs.Spec, error) {
@@ -408,7 +461,7 @@ func (s *Service) Stats(ctx context.Context, r *taskAPI.StatsRequest) (_ *taskAP
 	if err != nil {
 		return nil, fmt.Errorf("statistics of task %s: %w", r.ID, err)
 	}
-	any, err := typeurl.MarshalAnyToProto(statistics(st))
+	any, err := typeurl.MarshalAnyToProto(Statistics(st))
 	if err != nil {
 		return nil, err
 	}

@@ -27,19 +27,20 @@ import (
 	wstats "github.com/Microsoft/hcsshim/cmd/containerd-shim-runhcs-v1/stats"
 
 	"github.com/winproc/winproc/shim/compute"
+	"github.com/winproc/winproc/shim/compute/computetest"
 )
 
 type harness struct {
 	ctx      context.Context
 	svc      *Service
-	backend  *fakeBackend
+	backend  *computetest.Backend
 	events   *recorder
 	shutdown *shutdownRecorder
 }
 
 func newHarness(t *testing.T) *harness {
 	t.Helper()
-	h := &harness{ctx: context.Background(), backend: newFakeBackend(), events: &recorder{}, shutdown: &shutdownRecorder{}}
+	h := &harness{ctx: context.Background(), backend: computetest.NewBackend(), events: &recorder{}, shutdown: &shutdownRecorder{}}
 	h.svc = New(h.backend, h.events, h.shutdown, nil)
 	return h
 }
@@ -113,9 +114,9 @@ func is(t *testing.T, err error, class func(error) bool, what string) {
 func TestTaskLifecycle(t *testing.T) {
 	h := newHarness(t)
 	h.create(t, "c1")
-	sys := h.backend.system("c1")
-	if sys.settings.Layers.Scratch != `C:\layers\scratch` || len(sys.settings.Layers.Parents) != 2 {
-		t.Fatalf("layers given to the backend: %+v", sys.settings.Layers)
+	sys := h.backend.System("c1")
+	if sys.Settings.Layers.Scratch != `C:\layers\scratch` || len(sys.Settings.Layers.Parents) != 2 {
+		t.Fatalf("layers given to the backend: %+v", sys.Settings.Layers)
 	}
 	st, _ := h.svc.State(h.ctx, &taskAPI.StateRequest{ID: "c1"})
 	if st.Status != task.Status_CREATED {
@@ -123,8 +124,8 @@ func TestTaskLifecycle(t *testing.T) {
 	}
 
 	pid := h.start(t, "c1", "")
-	if pid != 1000 || !sys.started {
-		t.Errorf("start: pid %d, system started %v", pid, sys.started)
+	if pid != 1000 || !sys.Started {
+		t.Errorf("start: pid %d, system started %v", pid, sys.Started)
 	}
 	is(t, second(h.svc.Start(h.ctx, &taskAPI.StartRequest{ID: "c1"})), errdefs.IsFailedPrecondition, "double start")
 
@@ -134,7 +135,7 @@ func TestTaskLifecycle(t *testing.T) {
 	if execPid != 1001 {
 		t.Errorf("exec pid %d", execPid)
 	}
-	sys.proc(1).exit(3)
+	sys.Proc(1).Exit(3)
 	if w := h.wait(t, "c1", "e1"); w.ExitStatus != 3 {
 		t.Errorf("exec exit %d, want 3", w.ExitStatus)
 	}
@@ -149,15 +150,15 @@ func TestTaskLifecycle(t *testing.T) {
 	if _, err := h.svc.Kill(h.ctx, &taskAPI.KillRequest{ID: "c1", Signal: uint32(syscall.SIGTERM)}); err != nil {
 		t.Fatal(err)
 	}
-	if sig := sys.proc(0).signals; len(sig) != 1 || sig[0] != compute.CtrlShutdown {
+	if sig := sys.Proc(0).Signals; len(sig) != 1 || sig[0] != compute.CtrlShutdown {
 		t.Errorf("init received %v, want CTRL_SHUTDOWN", sig)
 	}
 	if w := h.wait(t, "c1", ""); w.ExitStatus != 0 {
 		t.Errorf("init exit %d, want 0", w.ExitStatus)
 	}
 	// Wait returned only after the system was torn down and released.
-	if !sys.shutdown || !sys.closed {
-		t.Errorf("after init exit: shutdown %v, closed %v; want both", sys.shutdown, sys.closed)
+	if !sys.ShutdownCalled || !sys.Closed {
+		t.Errorf("after init exit: shutdown %v, closed %v; want both", sys.ShutdownCalled, sys.Closed)
 	}
 	is(t, second(h.svc.Exec(h.ctx, &taskAPI.ExecProcessRequest{ID: "c1", ExecID: "late", Spec: &anypb.Any{Value: []byte(`{"args":["x.exe"],"cwd":"C:\\"}`)}})), errdefs.IsFailedPrecondition, "exec after exit")
 
@@ -184,8 +185,8 @@ func TestTaskLifecycle(t *testing.T) {
 func TestGracefulShutdownFailsThenTerminate(t *testing.T) {
 	h := newHarness(t)
 	h.create(t, "c1")
-	sys := h.backend.system("c1")
-	sys.shutdownErr = errdefs.ErrUnavailable
+	sys := h.backend.System("c1")
+	sys.ShutdownErr = errdefs.ErrUnavailable
 	h.start(t, "c1", "")
 	if _, err := h.svc.Kill(h.ctx, &taskAPI.KillRequest{ID: "c1", Signal: uint32(syscall.SIGKILL)}); err != nil {
 		t.Fatal(err)
@@ -193,8 +194,8 @@ func TestGracefulShutdownFailsThenTerminate(t *testing.T) {
 	if w := h.wait(t, "c1", ""); w.ExitStatus != 137 {
 		t.Errorf("exit after SIGKILL %d, want 137", w.ExitStatus)
 	}
-	if !sys.terminated || !sys.closed {
-		t.Errorf("terminated %v closed %v; want both after a failed shutdown", sys.terminated, sys.closed)
+	if !sys.Terminated || !sys.Closed {
+		t.Errorf("terminated %v closed %v; want both after a failed shutdown", sys.Terminated, sys.Closed)
 	}
 }
 
@@ -204,7 +205,7 @@ func TestKillAllEndsExecs(t *testing.T) {
 	h.start(t, "c1", "")
 	h.exec(t, "c1", "e1")
 	h.start(t, "c1", "e1")
-	sys := h.backend.system("c1")
+	sys := h.backend.System("c1")
 	if _, err := h.svc.Kill(h.ctx, &taskAPI.KillRequest{ID: "c1", Signal: uint32(syscall.SIGKILL), All: true}); err != nil {
 		t.Fatal(err)
 	}
@@ -212,7 +213,7 @@ func TestKillAllEndsExecs(t *testing.T) {
 		t.Errorf("exec exit %d after kill all, want 137", w.ExitStatus)
 	}
 	h.wait(t, "c1", "")
-	if !sys.closed {
+	if !sys.Closed {
 		t.Error("system not released")
 	}
 }
@@ -265,7 +266,7 @@ func TestDeleteOfCreatedTaskReleasesSystem(t *testing.T) {
 	if _, err := h.svc.Delete(h.ctx, &taskAPI.DeleteRequest{ID: "c1"}); err != nil {
 		t.Fatal(err)
 	}
-	if sys := h.backend.system("c1"); !sys.closed {
+	if sys := h.backend.System("c1"); !sys.Closed {
 		t.Error("deleting a never-started task left its compute system open")
 	}
 }
@@ -283,9 +284,9 @@ func TestUpdateAndStats(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	sys := h.backend.system("c1")
-	if len(sys.modified) != 1 || sys.modified[0].MemoryLimitBytes != limit || sys.modified[0].CPUMaximum != maximum {
-		t.Errorf("modify: %+v", sys.modified)
+	sys := h.backend.System("c1")
+	if len(sys.Modified) != 1 || sys.Modified[0].MemoryLimitBytes != limit || sys.Modified[0].CPUMaximum != maximum {
+		t.Errorf("modify: %+v", sys.Modified)
 	}
 
 	resp, err := h.svc.Stats(h.ctx, &taskAPI.StatsRequest{ID: "c1"})
@@ -305,7 +306,7 @@ func TestUpdateAndStats(t *testing.T) {
 	if err != nil || len(pids.Processes) != 1 || pids.Processes[0].Pid != 1000 {
 		t.Errorf("pids %v, %v", pids, err)
 	}
-	sys.proc(0).exit(0)
+	sys.Proc(0).Exit(0)
 	h.wait(t, "c1", "")
 }
 
@@ -346,7 +347,7 @@ func TestTaskV2OverTTRPC(t *testing.T) {
 	}
 	_, err = v2c.State(h.ctx, &taskv2.StateRequest{ID: "nope"})
 	is(t, err, errdefs.IsNotFound, "v2 state of unknown task")
-	h.backend.system("c1").proc(0).exit(4)
+	h.backend.System("c1").Proc(0).Exit(4)
 	w, err := v2c.Wait(h.ctx, &taskv2.WaitRequest{ID: "c1"})
 	if err != nil || w.ExitStatus != 4 {
 		t.Fatalf("v2 wait %+v, %v", w, err)
@@ -370,13 +371,13 @@ func TestExecsLeaveNoGoroutines(t *testing.T) {
 	h := newHarness(t)
 	h.create(t, "c1")
 	h.start(t, "c1", "")
-	sys := h.backend.system("c1")
+	sys := h.backend.System("c1")
 
 	probe := func(i int) {
 		id := fmt.Sprintf("probe-%d", i)
 		h.exec(t, "c1", id)
 		h.start(t, "c1", id)
-		sys.proc(i + 1).exit(0)
+		sys.Proc(i + 1).Exit(0)
 		h.wait(t, "c1", id)
 		if _, err := h.svc.Delete(h.ctx, &taskAPI.DeleteRequest{ID: "c1", ExecID: id}); err != nil {
 			t.Fatal(err)
@@ -390,7 +391,7 @@ func TestExecsLeaveNoGoroutines(t *testing.T) {
 	if n := settledGoroutines(); n > baseline {
 		t.Errorf("goroutines grew from %d to %d over 300 exec probes", baseline, n)
 	}
-	sys.proc(0).exit(0)
+	sys.Proc(0).Exit(0)
 	h.wait(t, "c1", "")
 }
 

@@ -9,8 +9,9 @@ import (
 	"github.com/winproc/winproc/shim/compute"
 )
 
-// statistics converts the seam's statistics to runhcs's proto.
-func statistics(st *compute.Stats) *wstats.Statistics {
+// Statistics converts the seam's statistics to runhcs's proto, which
+// containerd's CRI decodes on Windows.
+func Statistics(st *compute.Stats) *wstats.Statistics {
 	w := &wstats.WindowsContainerStatistics{
 		UptimeNS: uint64(st.Uptime / time.Nanosecond),
 		Processor: &wstats.WindowsContainerProcessorStatistics{

@@ -1,0 +1,213 @@
+// Package computetest is a fake of the compute seam for tests of the
+// shim's services: systems and processes that exit when told to, record
+// what was asked of them, and never touch HCS or Wine.
+package computetest
+
+import (
+	"context"
+	"errors"
+	"sync"
+	"time"
+
+	"github.com/containerd/errdefs"
+
+	"github.com/winproc/winproc/shim/compute"
+)
+
+// Backend is a fake compute backend.
+type Backend struct {
+	mu      sync.Mutex
+	systems map[string]*System
+}
+
+// NewBackend returns an empty fake backend.
+func NewBackend() *Backend { return &Backend{systems: map[string]*System{}} }
+
+func (b *Backend) Create(_ context.Context, id string, s *compute.Settings) (compute.System, error) {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	if _, ok := b.systems[id]; ok {
+		return nil, errdefs.ErrAlreadyExists
+	}
+	sys := &System{id: id, Settings: s, stopped: make(chan struct{})}
+	b.systems[id] = sys
+	return sys, nil
+}
+
+func (b *Backend) Open(_ context.Context, id string) (compute.System, error) {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	if s, ok := b.systems[id]; ok {
+		return s, nil
+	}
+	return nil, errdefs.ErrNotFound
+}
+
+func (b *Backend) HostCPUs() int { return 4 }
+
+// System returns the system created for id, nil if none.
+func (b *Backend) System(id string) *System {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return b.systems[id]
+}
+
+type System struct {
+	id       string
+	Settings *compute.Settings
+
+	mu             sync.Mutex
+	Started        bool
+	ShutdownCalled bool
+	Terminated     bool
+	Closed         bool
+	ShutdownErr    error
+	Modified       []compute.Resources
+	procs          []*Process
+	stopped        chan struct{}
+	stopOnce       sync.Once
+}
+
+func (s *System) ID() string { return s.id }
+
+func (s *System) Start(context.Context) error {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.Started = true
+	return nil
+}
+
+func (s *System) stop() {
+	s.stopOnce.Do(func() {
+		s.mu.Lock()
+		procs := append([]*Process(nil), s.procs...)
+		s.mu.Unlock()
+		for _, p := range procs {
+			p.Exit(1)
+		}
+		close(s.stopped)
+	})
+}
+
+func (s *System) Shutdown(context.Context) error {
+	s.mu.Lock()
+	s.ShutdownCalled = true
+	err := s.ShutdownErr
+	s.mu.Unlock()
+	if err != nil {
+		return err
+	}
+	s.stop()
+	return nil
+}
+
+func (s *System) Terminate(context.Context) error {
+	s.mu.Lock()
+	s.Terminated = true
+	s.mu.Unlock()
+	s.stop()
+	return nil
+}
+
+func (s *System) Wait() <-chan struct{} { return s.stopped }
+func (s *System) ExitError() error      { return nil }
+
+func (s *System) Stats(context.Context) (*compute.Stats, error) {
+	return &compute.Stats{
+		Timestamp: time.Now(),
+		CPU:       compute.CPUStats{TotalRuntimeNS: 5e6, RuntimeUserNS: 4e6, RuntimeKernelNS: 1e6},
+		Memory:    compute.MemoryStats{CommitBytes: 1 << 20, PrivateWorkingSetBytes: 1 << 19},
+	}, nil
+}
+
+func (s *System) ProcessList(context.Context) ([]compute.ProcessInfo, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	var list []compute.ProcessInfo
+	for _, p := range s.procs {
+		select {
+		case <-p.exited:
+		default:
+			list = append(list, compute.ProcessInfo{Pid: uint32(p.pid)})
+		}
+	}
+	return list, nil
+}
+
+func (s *System) Modify(_ context.Context, r compute.Resources) error {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.Modified = append(s.Modified, r)
+	return nil
+}
+
+func (s *System) CreateProcess(_ context.Context, ps *compute.ProcessSettings) (compute.Process, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if !s.Started {
+		return nil, errors.New("system not started")
+	}
+	p := &Process{pid: 1000 + len(s.procs), settings: ps, exited: make(chan struct{})}
+	s.procs = append(s.procs, p)
+	return p, nil
+}
+
+func (s *System) Close() error {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.Closed = true
+	return nil
+}
+
+// Proc returns the i-th process created in the system.
+func (s *System) Proc(i int) *Process {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.procs[i]
+}
+
+type Process struct {
+	pid      int
+	settings *compute.ProcessSettings
+
+	mu      sync.Mutex
+	Signals []compute.Signal
+	code    int
+	exited  chan struct{}
+	once    sync.Once
+}
+
+// Exit makes the process exit with code.
+func (p *Process) Exit(code int) {
+	p.once.Do(func() {
+		p.mu.Lock()
+		p.code = code
+		p.mu.Unlock()
+		close(p.exited)
+	})
+}
+
+func (p *Process) Pid() int { return p.pid }
+
+// Signal: a console event makes the fake program exit 0, as a program with
+// a console handler does.
+func (p *Process) Signal(_ context.Context, s compute.Signal) error {
+	p.mu.Lock()
+	p.Signals = append(p.Signals, s)
+	p.mu.Unlock()
+	p.Exit(0)
+	return nil
+}
+
+func (p *Process) Kill(context.Context) error { p.Exit(137); return nil }
+func (p *Process) Wait() <-chan struct{}      { return p.exited }
+
+func (p *Process) ExitCode() (int, error) {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	return p.code, nil
+}
+
+func (p *Process) ResizeConsole(context.Context, uint16, uint16) error { return nil }
+func (p *Process) CloseStdin(context.Context) error                    { return nil }
+func (p *Process) Close() error                                        { return nil }

@@ -1,0 +1,329 @@
+// Package sandbox is the shim's sandbox API (containerd.runtime.sandbox.v1):
+// what containerd 2.x calls for a pod when the handler's sandboxer is
+// "shim". The pod's pause container is a task of the shim's task service
+// that containerd never asked for: its spec is made here from the CRI pod
+// config and the pause image, its rootfs prepared by Prepare, and its
+// lifetime is the sandbox's. The pod's containers then arrive through the
+// task API on the same shim.
+package sandbox
+
+import (
+	"context"
+	"fmt"
+	"sync"
+	"syscall"
+	"time"
+
+	sandboxAPI "github.com/containerd/containerd/api/runtime/sandbox/v1"
+	taskAPI "github.com/containerd/containerd/api/runtime/task/v3"
+	"github.com/containerd/containerd/api/types"
+	"github.com/containerd/containerd/api/types/task"
+	"github.com/containerd/containerd/v2/core/mount"
+	"github.com/containerd/containerd/v2/pkg/protobuf"
+	"github.com/containerd/errdefs"
+	"github.com/containerd/errdefs/pkg/errgrpc"
+	"github.com/containerd/log"
+	"github.com/containerd/ttrpc"
+	"github.com/containerd/typeurl/v2"
+	specs "github.com/opencontainers/runtime-spec/specs-go"
+
+	"github.com/winproc/winproc/cri"
+	taskservice "github.com/winproc/winproc/shim/task"
+	"github.com/winproc/winproc/winbuild"
+)
+
+// defaultStopTimeout is how long StopSandbox waits for the pause process
+// after CTRL_SHUTDOWN when containerd gives no timeout.
+const defaultStopTimeout = 30 * time.Second
+
+// Rootfs is a prepared pause image: the scratch mount and what the image
+// config says to run.
+type Rootfs struct {
+	Mounts     []mount.Mount
+	Image      string
+	Entrypoint []string
+	Env        []string
+	WorkingDir string
+}
+
+// Prepare makes the rootfs of sandbox id from image; release frees it.
+type Prepare func(ctx context.Context, image, id string) (rootfs *Rootfs, release func(context.Context) error, err error)
+
+// Service implements the sandbox API over the shim's task service.
+type Service struct {
+	tasks      *taskservice.Service
+	prepare    Prepare
+	pauseImage string
+	host       winbuild.Version
+
+	mu  sync.Mutex
+	pod *pod
+}
+
+type pod struct {
+	id        string
+	settings  *cri.Pod
+	image     string
+	createdAt time.Time
+}
+
+var _ sandboxAPI.TTRPCSandboxService = (*Service)(nil)
+
+// New returns the sandbox service of a shim.
+func New(tasks *taskservice.Service, prepare Prepare, pauseImage string, host winbuild.Version) *Service {
+	return &Service{tasks: tasks, prepare: prepare, pauseImage: pauseImage, host: host}
+}
+
+// RegisterTTRPC serves the sandbox API.
+func (s *Service) RegisterTTRPC(server *ttrpc.Server) error {
+	sandboxAPI.RegisterTTRPCSandboxService(server, s)
+	return nil
+}
+
+func (s *Service) get(id string) (*pod, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.pod == nil || s.pod.id != id {
+		return nil, fmt.Errorf("sandbox %s: %w", id, errdefs.ErrNotFound)
+	}
+	return s.pod, nil
+}
+
+// CreateSandbox decodes the pod's CRI config, prepares the pause image and
+// creates the pause container's compute system in the pod's network
+// namespace. Nothing is left behind when it fails.
+func (s *Service) CreateSandbox(ctx context.Context, r *sandboxAPI.CreateSandboxRequest) (_ *sandboxAPI.CreateSandboxResponse, retErr error) {
+	defer func() { retErr = errgrpc.ToGRPC(retErr) }()
+	settings, err := cri.FromCreateSandbox(r.GetOptions(), r.GetNetnsPath())
+	if err != nil {
+		return nil, fmt.Errorf("sandbox %s: %w", r.SandboxID, err)
+	}
+	s.mu.Lock()
+	if s.pod != nil {
+		s.mu.Unlock()
+		return nil, fmt.Errorf("sandbox %s: this shim already serves sandbox %s: %w", r.SandboxID, s.pod.id, errdefs.ErrAlreadyExists)
+	}
+	s.pod = &pod{id: r.SandboxID, settings: settings, image: s.pauseImage, createdAt: time.Now()}
+	s.mu.Unlock()
+	defer func() {
+		if retErr != nil {
+			s.mu.Lock()
+			s.pod = nil
+			s.mu.Unlock()
+		}
+	}()
+
+	rootfs, release, err := s.prepare(ctx, s.pauseImage, r.SandboxID)
+	if err != nil {
+		return nil, fmt.Errorf("sandbox %s: %w", r.SandboxID, err)
+	}
+	if err := s.tasks.CreateFromSpec(ctx, r.SandboxID, r.BundlePath, pauseSpec(settings, rootfs), rootfs.Mounts, release); err != nil {
+		if rerr := release(ctx); rerr != nil {
+			log.G(ctx).WithError(rerr).WithField("sandbox", r.SandboxID).Warn("release pause rootfs after failed create")
+		}
+		return nil, fmt.Errorf("sandbox %s: %w", r.SandboxID, err)
+	}
+	return &sandboxAPI.CreateSandboxResponse{}, nil
+}
+
+// pauseSpec is the OCI spec of the pod's infrastructure container.
+func pauseSpec(p *cri.Pod, rootfs *Rootfs) *specs.Spec {
+	cwd := rootfs.WorkingDir
+	if cwd == "" {
+		cwd = `C:\`
+	}
+	spec := &specs.Spec{
+		Version:  specs.Version,
+		Hostname: p.Hostname,
+		Root:     &specs.Root{},
+		Process: &specs.Process{
+			Args: rootfs.Entrypoint,
+			Env:  rootfs.Env,
+			Cwd:  cwd,
+			User: specs.User{Username: p.RunAsUserName},
+		},
+		Windows: &specs.Windows{
+			Network: &specs.WindowsNetwork{
+				NetworkNamespace: p.Network.Namespace,
+				DNSSearchList:    p.DNS.Searches,
+			},
+		},
+	}
+	if p.GMSA != nil {
+		spec.Windows.CredentialSpec = p.GMSA.CredentialSpec
+	}
+	return spec
+}
+
+// StartSandbox starts the pause process.
+func (s *Service) StartSandbox(ctx context.Context, r *sandboxAPI.StartSandboxRequest) (_ *sandboxAPI.StartSandboxResponse, retErr error) {
+	defer func() { retErr = errgrpc.ToGRPC(retErr) }()
+	p, err := s.get(r.SandboxID)
+	if err != nil {
+		return nil, err
+	}
+	resp, err := s.tasks.Start(ctx, &taskAPI.StartRequest{ID: r.SandboxID})
+	if err != nil {
+		return nil, errgrpc.ToNative(err)
+	}
+	return &sandboxAPI.StartSandboxResponse{Pid: resp.Pid, CreatedAt: protobuf.ToTimestamp(p.createdAt)}, nil
+}
+
+// Platform is windows/amd64 at the host's Windows build.
+func (s *Service) Platform(ctx context.Context, r *sandboxAPI.PlatformRequest) (*sandboxAPI.PlatformResponse, error) {
+	if _, err := s.get(r.SandboxID); err != nil {
+		return nil, errgrpc.ToGRPC(err)
+	}
+	return &sandboxAPI.PlatformResponse{Platform: &types.Platform{OS: "windows", Architecture: "amd64", OSVersion: s.host.String()}}, nil
+}
+
+// StopSandbox stops the pause process, which tears the pod's compute
+// system down and frees its rootfs: CTRL_SHUTDOWN first, terminate after
+// the timeout. Stopping a stopped sandbox is fine.
+func (s *Service) StopSandbox(ctx context.Context, r *sandboxAPI.StopSandboxRequest) (_ *sandboxAPI.StopSandboxResponse, retErr error) {
+	defer func() { retErr = errgrpc.ToGRPC(retErr) }()
+	if _, err := s.get(r.SandboxID); err != nil {
+		return nil, err
+	}
+	timeout := defaultStopTimeout
+	if r.TimeoutSecs > 0 {
+		timeout = time.Duration(r.TimeoutSecs) * time.Second
+	}
+	if err := s.stop(ctx, r.SandboxID, timeout); err != nil {
+		return nil, err
+	}
+	return &sandboxAPI.StopSandboxResponse{}, nil
+}
+
+func (s *Service) stop(ctx context.Context, id string, timeout time.Duration) error {
+	if err := s.kill(ctx, id, syscall.SIGTERM); err != nil {
+		return err
+	}
+	waitCtx, cancel := context.WithTimeout(ctx, timeout)
+	defer cancel()
+	if _, err := s.tasks.Wait(waitCtx, &taskAPI.WaitRequest{ID: id}); err == nil {
+		return nil
+	}
+	log.G(ctx).WithField("sandbox", id).Warnf("pause process did not stop within %v; terminating", timeout)
+	if err := s.kill(ctx, id, syscall.SIGKILL); err != nil {
+		return err
+	}
+	_, err := s.tasks.Wait(ctx, &taskAPI.WaitRequest{ID: id})
+	return errgrpc.ToNative(err)
+}
+
+func (s *Service) kill(ctx context.Context, id string, sig syscall.Signal) error {
+	_, err := s.tasks.Kill(ctx, &taskAPI.KillRequest{ID: id, Signal: uint32(sig), All: true})
+	if err = errgrpc.ToNative(err); errdefs.IsNotFound(err) {
+		// Already exited (or deleted): stopped.
+		return nil
+	}
+	return err
+}
+
+// WaitSandbox returns once the sandbox has stopped and is torn down.
+func (s *Service) WaitSandbox(ctx context.Context, r *sandboxAPI.WaitSandboxRequest) (_ *sandboxAPI.WaitSandboxResponse, retErr error) {
+	defer func() { retErr = errgrpc.ToGRPC(retErr) }()
+	if _, err := s.get(r.SandboxID); err != nil {
+		return nil, err
+	}
+	resp, err := s.tasks.Wait(ctx, &taskAPI.WaitRequest{ID: r.SandboxID})
+	if err != nil {
+		return nil, errgrpc.ToNative(err)
+	}
+	return &sandboxAPI.WaitSandboxResponse{ExitStatus: resp.ExitStatus, ExitedAt: resp.ExitedAt}, nil
+}
+
+// SandboxStatus reports the sandbox; verbose adds the pod's settings
+// (what crictl inspectp shows).
+func (s *Service) SandboxStatus(ctx context.Context, r *sandboxAPI.SandboxStatusRequest) (_ *sandboxAPI.SandboxStatusResponse, retErr error) {
+	defer func() { retErr = errgrpc.ToGRPC(retErr) }()
+	p, err := s.get(r.SandboxID)
+	if err != nil {
+		return nil, err
+	}
+	st, err := s.tasks.State(ctx, &taskAPI.StateRequest{ID: r.SandboxID})
+	if err != nil {
+		return nil, errgrpc.ToNative(err)
+	}
+	state := "SANDBOX_NOTREADY"
+	if st.Status == task.Status_RUNNING {
+		state = "SANDBOX_READY"
+	}
+	resp := &sandboxAPI.SandboxStatusResponse{
+		SandboxID: r.SandboxID,
+		Pid:       st.Pid,
+		State:     state,
+		CreatedAt: protobuf.ToTimestamp(p.createdAt),
+	}
+	if st.Status == task.Status_STOPPED {
+		resp.ExitedAt = st.ExitedAt
+	}
+	if r.Verbose {
+		info, err := cri.VerboseInfo(p.settings, cri.RuntimeStatus{
+			Pid:           st.Pid,
+			ProcessStatus: st.Status.String(),
+			Image:         p.image,
+		})
+		if err != nil {
+			return nil, err
+		}
+		resp.Info = info
+	}
+	return resp, nil
+}
+
+// PingSandbox answers while the shim serves the sandbox.
+func (s *Service) PingSandbox(ctx context.Context, r *sandboxAPI.PingRequest) (*sandboxAPI.PingResponse, error) {
+	if _, err := s.get(r.SandboxID); err != nil {
+		return nil, errgrpc.ToGRPC(err)
+	}
+	return &sandboxAPI.PingResponse{}, nil
+}
+
+// ShutdownSandbox stops the sandbox if needed, forgets it, and lets the
+// shim exit once it serves no task.
+func (s *Service) ShutdownSandbox(ctx context.Context, r *sandboxAPI.ShutdownSandboxRequest) (_ *sandboxAPI.ShutdownSandboxResponse, retErr error) {
+	defer func() { retErr = errgrpc.ToGRPC(retErr) }()
+	if _, err := s.get(r.SandboxID); err != nil {
+		return nil, err
+	}
+	if err := s.stop(ctx, r.SandboxID, defaultStopTimeout); err != nil {
+		return nil, err
+	}
+	if _, err := s.tasks.Delete(ctx, &taskAPI.DeleteRequest{ID: r.SandboxID}); err != nil {
+		if err := errgrpc.ToNative(err); !errdefs.IsNotFound(err) {
+			return nil, err
+		}
+	}
+	s.mu.Lock()
+	s.pod = nil
+	s.mu.Unlock()
+	if _, err := s.tasks.Shutdown(ctx, &taskAPI.ShutdownRequest{}); err != nil {
+		return nil, errgrpc.ToNative(err)
+	}
+	return &sandboxAPI.ShutdownSandboxResponse{}, nil
+}
+
+// SandboxMetrics is the pod's usage: every compute system of the shim.
+func (s *Service) SandboxMetrics(ctx context.Context, r *sandboxAPI.SandboxMetricsRequest) (_ *sandboxAPI.SandboxMetricsResponse, retErr error) {
+	defer func() { retErr = errgrpc.ToGRPC(retErr) }()
+	if _, err := s.get(r.SandboxID); err != nil {
+		return nil, err
+	}
+	st, err := s.tasks.PodStats(ctx)
+	if err != nil {
+		return nil, err
+	}
+	data, err := typeurl.MarshalAnyToProto(taskservice.Statistics(st))
+	if err != nil {
+		return nil, err
+	}
+	return &sandboxAPI.SandboxMetricsResponse{Metrics: &types.Metric{Timestamp: protobuf.ToTimestamp(st.Timestamp), ID: r.SandboxID, Data: data}}, nil
+}
+
+// UpdateSandbox changes nothing a running Windows pod can take: containerd
+// tolerates its absence.
+func (s *Service) UpdateSandbox(ctx context.Context, r *sandboxAPI.UpdateSandboxRequest) (*sandboxAPI.UpdateSandboxResponse, error) {
+	return nil, errgrpc.ToGRPC(fmt.Errorf("update of sandbox %s: %w", r.SandboxID, errdefs.ErrNotImplemented))
+}
