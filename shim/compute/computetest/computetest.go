@@ -189,6 +189,9 @@ func (p *Process) Exit(code int) {
 
 func (p *Process) Pid() int { return p.pid }
 
+// Settings returns what the process was created with.
+func (p *Process) Settings() *compute.ProcessSettings { return p.settings }
+
 // Signal: a console event makes the fake program exit 0, as a program with
 // a console handler does.
 func (p *Process) Signal(_ context.Context, s compute.Signal) error {
