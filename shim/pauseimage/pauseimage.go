@@ -173,7 +173,7 @@ func Prepare(ctx context.Context, conn grpc.ClientConnInterface, snapshotter, im
 		WorkingDir:  img.config.Config.WorkingDir,
 		User:        img.config.Config.User,
 	}
-	if err := checkProgram(ctx, image, r.Args, r.ArgsEscaped, layer.Parents); err != nil {
+	if err := checkProgram(ctx, image, r.Args, r.ArgsEscaped, layer.Parents, len(img.config.Config.Entrypoint) == 0); err != nil {
 		return fail(err)
 	}
 	return r, release, nil
