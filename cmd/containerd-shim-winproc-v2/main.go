@@ -16,6 +16,7 @@ import (
 	"github.com/containerd/containerd/v2/plugins"
 	"github.com/containerd/plugin"
 	"github.com/containerd/plugin/registry"
+	"github.com/containerd/ttrpc"
 	"google.golang.org/grpc"
 	"google.golang.org/grpc/credentials/insecure"
 
@@ -23,6 +24,8 @@ import (
 	"github.com/winproc/winproc/shim/imagecheck"
 	"github.com/winproc/winproc/shim/manager"
 	"github.com/winproc/winproc/shim/options"
+	"github.com/winproc/winproc/shim/pauseimage"
+	"github.com/winproc/winproc/shim/sandbox"
 	"github.com/winproc/winproc/shim/task"
 )
 
@@ -47,13 +50,26 @@ func main() {
 func init() {
 	registry.Register(&plugin.Registration{
 		Type:     plugins.TTRPCPlugin,
-		ID:       "task",
+		ID:       "winproc",
 		Requires: []plugin.Type{plugins.EventPlugin, plugins.InternalPlugin},
-		InitFn:   newTaskService,
+		InitFn:   newServices,
 	})
 }
 
-func newTaskService(ic *plugin.InitContext) (any, error) {
+// services are the shim's APIs: tasks, and the pod's sandbox over them.
+type services struct {
+	tasks   *task.Service
+	sandbox *sandbox.Service
+}
+
+func (s services) RegisterTTRPC(server *ttrpc.Server) error {
+	if err := s.tasks.RegisterTTRPC(server); err != nil {
+		return err
+	}
+	return s.sandbox.RegisterTTRPC(server)
+}
+
+func newServices(ic *plugin.InitContext) (any, error) {
 	publisher, err := ic.GetByID(plugins.EventPlugin, "publisher")
 	if err != nil {
 		return nil, err
@@ -95,5 +111,9 @@ func newTaskService(ic *plugin.InitContext) (any, error) {
 		}
 		return imagecheck.Check(ctx, stores, host, id)
 	}
-	return task.New(backend, publisher.(shim.Publisher), sd.(shutdown.Service), check), nil
+	tasks := task.New(backend, publisher.(shim.Publisher), sd.(shutdown.Service), check)
+	prepare := func(ctx context.Context, image, id string) (*pauseimage.Rootfs, func(context.Context) error, error) {
+		return pauseimage.Prepare(ctx, conn, containerdconfig.Snapshotter, image, id, host)
+	}
+	return services{tasks: tasks, sandbox: sandbox.New(tasks, prepare, opts.PauseImage, host)}, nil
 }

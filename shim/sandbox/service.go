@@ -10,6 +10,7 @@ package sandbox
 import (
 	"context"
 	"fmt"
+	"strings"
 	"sync"
 	"syscall"
 	"time"
@@ -18,7 +19,6 @@ import (
 	taskAPI "github.com/containerd/containerd/api/runtime/task/v3"
 	"github.com/containerd/containerd/api/types"
 	"github.com/containerd/containerd/api/types/task"
-	"github.com/containerd/containerd/v2/core/mount"
 	"github.com/containerd/containerd/v2/pkg/protobuf"
 	"github.com/containerd/errdefs"
 	"github.com/containerd/errdefs/pkg/errgrpc"
@@ -28,6 +28,7 @@ import (
 	specs "github.com/opencontainers/runtime-spec/specs-go"
 
 	"github.com/winproc/winproc/cri"
+	"github.com/winproc/winproc/shim/pauseimage"
 	taskservice "github.com/winproc/winproc/shim/task"
 	"github.com/winproc/winproc/winbuild"
 )
@@ -36,18 +37,8 @@ import (
 // after CTRL_SHUTDOWN when containerd gives no timeout.
 const defaultStopTimeout = 30 * time.Second
 
-// Rootfs is a prepared pause image: the scratch mount and what the image
-// config says to run.
-type Rootfs struct {
-	Mounts     []mount.Mount
-	Image      string
-	Entrypoint []string
-	Env        []string
-	WorkingDir string
-}
-
 // Prepare makes the rootfs of sandbox id from image; release frees it.
-type Prepare func(ctx context.Context, image, id string) (rootfs *Rootfs, release func(context.Context) error, err error)
+type Prepare func(ctx context.Context, image, id string) (rootfs *pauseimage.Rootfs, release func(context.Context) error, err error)
 
 // Service implements the sandbox API over the shim's task service.
 type Service struct {
@@ -127,7 +118,7 @@ func (s *Service) CreateSandbox(ctx context.Context, r *sandboxAPI.CreateSandbox
 }
 
 // pauseSpec is the OCI spec of the pod's infrastructure container.
-func pauseSpec(p *cri.Pod, rootfs *Rootfs) *specs.Spec {
+func pauseSpec(p *cri.Pod, rootfs *pauseimage.Rootfs) *specs.Spec {
 	cwd := rootfs.WorkingDir
 	if cwd == "" {
 		cwd = `C:\`
@@ -137,7 +128,7 @@ func pauseSpec(p *cri.Pod, rootfs *Rootfs) *specs.Spec {
 		Hostname: p.Hostname,
 		Root:     &specs.Root{},
 		Process: &specs.Process{
-			Args: rootfs.Entrypoint,
+			Args: rootfs.Args,
 			Env:  rootfs.Env,
 			Cwd:  cwd,
 			User: specs.User{Username: p.RunAsUserName},
@@ -148,6 +139,13 @@ func pauseSpec(p *cri.Pod, rootfs *Rootfs) *specs.Spec {
 				DNSSearchList:    p.DNS.Searches,
 			},
 		},
+	}
+	if rootfs.ArgsEscaped && len(rootfs.Args) > 0 {
+		// The image's command line is already one Windows command line.
+		spec.Process.CommandLine, spec.Process.Args = strings.Join(rootfs.Args, " "), nil
+	}
+	if spec.Process.User.Username == "" {
+		spec.Process.User.Username = rootfs.User
 	}
 	if p.GMSA != nil {
 		spec.Windows.CredentialSpec = p.GMSA.CredentialSpec

@@ -20,6 +20,7 @@ import (
 
 	"github.com/winproc/winproc/shim/compute"
 	"github.com/winproc/winproc/shim/compute/computetest"
+	"github.com/winproc/winproc/shim/pauseimage"
 	"github.com/winproc/winproc/shim/task"
 	"github.com/winproc/winproc/snapshotter/layermount"
 	"github.com/winproc/winproc/winbuild"
@@ -45,17 +46,17 @@ type images struct {
 	released int
 }
 
-func (im *images) prepare(_ context.Context, image, id string) (*Rootfs, func(context.Context) error, error) {
+func (im *images) prepare(_ context.Context, image, id string) (*pauseimage.Rootfs, func(context.Context) error, error) {
 	im.mu.Lock()
 	defer im.mu.Unlock()
 	if im.err != nil {
 		return nil, nil, im.err
 	}
 	im.prepared++
-	rootfs := &Rootfs{
-		Mounts:     []mount.Mount{layermount.Layer{Path: "/s/scratch-" + id, Parents: []string{"/s/pause", "/s/base"}}.Mount()},
-		Image:      image,
-		Entrypoint: []string{`C:\pause.exe`},
+	rootfs := &pauseimage.Rootfs{
+		Mounts: []mount.Mount{layermount.Layer{Path: "/s/scratch-" + id, Parents: []string{"/s/pause", "/s/base"}}.Mount()},
+		Image:  image,
+		Args:   []string{`C:\pause.exe`},
 	}
 	return rootfs, func(context.Context) error {
 		im.mu.Lock()
