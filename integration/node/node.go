@@ -34,6 +34,10 @@ const ToolsEnv = "WINPROC_TOOLS"
 // Namespace is the containerd namespace CRI uses, and so the tests.
 const Namespace = "k8s.io"
 
+// PauseImage is the pause image the node's winproc handler runs pods with;
+// tests import it (there is no registry here).
+const PauseImage = "example.com/winproc/pause:test"
+
 // HostBuild is the Windows build the emulated node claims.
 const HostBuild = "10.0.20348"
 
@@ -74,15 +78,16 @@ func Start(t testing.TB, bins string) *Node {
 	t.Cleanup(func() { n.cleanupDir(t) })
 
 	config, err := containerdconfig.Generate(containerdconfig.Node{
-		OS:                 "linux",
-		Options:            n.RuntimeOptions(),
-		Root:               filepath.Join(dir, "root"),
-		State:              filepath.Join(dir, "state"),
-		Address:            n.Address,
-		ShimSocketDir:      filepath.Join(dir, "s"),
-		SnapshotterAddress: n.SnapshotterAddress,
-		Handler:            "winproc",
-		Sandboxer:          "shim",
+		OS:                    "linux",
+		Options:               n.RuntimeOptions(),
+		DisablePauseImagePull: true,
+		Root:                  filepath.Join(dir, "root"),
+		State:                 filepath.Join(dir, "state"),
+		Address:               n.Address,
+		ShimSocketDir:         filepath.Join(dir, "s"),
+		SnapshotterAddress:    n.SnapshotterAddress,
+		Handler:               "winproc",
+		Sandboxer:             "shim",
 	})
 	if err != nil {
 		t.Fatal(err)
@@ -118,7 +123,7 @@ func (n *Node) RestartContainerd(t testing.TB) {
 // RuntimeOptions are the winproc handler's options on this node: the
 // emulation's Wine template prefix.
 func (n *Node) RuntimeOptions() options.Options {
-	return options.Options{WineTemplatePrefix: os.Getenv(winetest.PrefixEnv)}
+	return options.Options{WineTemplatePrefix: os.Getenv(winetest.PrefixEnv), PauseImage: PauseImage}
 }
 
 // ContainerdLog returns what containerd has logged so far.
@@ -143,6 +148,13 @@ func (n *Node) waitContainerd(t testing.TB) {
 // combined output.
 func (n *Node) Ctr(ctx context.Context, args ...string) (string, error) {
 	return n.run(ctx, filepath.Join(n.Tools, "ctr"), append([]string{"-a", n.Address, "-n", Namespace}, args...)...)
+}
+
+// Crictl runs crictl against the node's CRI endpoint and returns its
+// combined output.
+func (n *Node) Crictl(ctx context.Context, args ...string) (string, error) {
+	endpoint := "unix://" + n.Address
+	return n.run(ctx, filepath.Join(n.Tools, "crictl"), append([]string{"--runtime-endpoint", endpoint, "--image-endpoint", endpoint, "--timeout", "60s"}, args...)...)
 }
 
 // CollectGarbage runs containerd's garbage collector now and waits for it:

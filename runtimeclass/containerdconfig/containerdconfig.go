@@ -53,6 +53,10 @@ type Node struct {
 	Sandboxer string
 	// Options are the shim's runtime options.
 	Options options.Options
+	// DisablePauseImagePull keeps containerd from pulling the pause image
+	// before each pod, for nodes whose pause image is imported (no
+	// registry) or pinned by the operator.
+	DisablePauseImagePull bool
 }
 
 // Windows returns the usual settings of a Windows node.
@@ -85,12 +89,13 @@ type proxyPlugin struct {
 }
 
 type runtime struct {
-	RuntimeType          string          `toml:"runtime_type"`
-	Sandboxer            string          `toml:"sandboxer"`
-	Snapshotter          string          `toml:"snapshotter"`
-	PodAnnotations       []string        `toml:"pod_annotations"`
-	ContainerAnnotations []string        `toml:"container_annotations"`
-	Options              options.Options `toml:"options"`
+	RuntimeType           string          `toml:"runtime_type"`
+	Sandboxer             string          `toml:"sandboxer"`
+	Snapshotter           string          `toml:"snapshotter"`
+	DisablePauseImagePull bool            `toml:"disable_pause_image_pull,omitempty"`
+	PodAnnotations        []string        `toml:"pod_annotations"`
+	ContainerAnnotations  []string        `toml:"container_annotations"`
+	Options               options.Options `toml:"options"`
 }
 
 type imagePlatform struct {
@@ -141,12 +146,13 @@ func Generate(n Node) ([]byte, error) {
 				"containerd": map[string]any{
 					"runtimes": map[string]runtime{
 						n.Handler: {
-							RuntimeType:          RuntimeType,
-							Sandboxer:            n.Sandboxer,
-							Snapshotter:          Snapshotter,
-							PodAnnotations:       podAnnotations,
-							ContainerAnnotations: containerAnnotations,
-							Options:              n.Options,
+							RuntimeType:           RuntimeType,
+							Sandboxer:             n.Sandboxer,
+							Snapshotter:           Snapshotter,
+							DisablePauseImagePull: n.DisablePauseImagePull,
+							PodAnnotations:        podAnnotations,
+							ContainerAnnotations:  containerAnnotations,
+							Options:               n.Options,
 						},
 					},
 				},

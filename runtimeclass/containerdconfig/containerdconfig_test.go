@@ -72,7 +72,7 @@ func TestGenerateWindowsNode(t *testing.T) {
 
 func TestGenerateEmulationNode(t *testing.T) {
 	out, err := Generate(Node{
-		OS: "linux", Root: "/tmp/c/root", State: "/tmp/c/state", Address: "/tmp/c/containerd.sock", ShimSocketDir: "/tmp/c/s",
+		OS: "linux", Root: "/tmp/c/root", State: "/tmp/c/state", Address: "/tmp/c/containerd.sock", ShimSocketDir: "/tmp/c/s", DisablePauseImagePull: true,
 		SnapshotterAddress: "/tmp/c/snapshotter.sock", Handler: "winproc-test", Sandboxer: "podsandbox",
 	})
 	if err != nil {
@@ -92,6 +92,7 @@ func TestGenerateEmulationNode(t *testing.T) {
 		{[]string{"plugins", "io.containerd.shim.v1.manager", "socket_dir"}, "/tmp/c/s"},
 		{[]string{"proxy_plugins", "windowsfilter", "address"}, "/tmp/c/snapshotter.sock"},
 		{[]string{"plugins", "io.containerd.cri.v1.runtime", "containerd", "runtimes", "winproc-test", "sandboxer"}, "podsandbox"},
+		{[]string{"plugins", "io.containerd.cri.v1.runtime", "containerd", "runtimes", "winproc-test", "disable_pause_image_pull"}, true},
 	}
 	for _, c := range checks {
 		if got := lookup(tree, c.path); got != c.want {

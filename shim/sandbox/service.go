@@ -9,6 +9,7 @@ package sandbox
 
 import (
 	"context"
+	"encoding/json"
 	"fmt"
 	"strings"
 	"sync"
@@ -26,6 +27,7 @@ import (
 	"github.com/containerd/ttrpc"
 	"github.com/containerd/typeurl/v2"
 	specs "github.com/opencontainers/runtime-spec/specs-go"
+	"google.golang.org/protobuf/types/known/anypb"
 
 	"github.com/winproc/winproc/cri"
 	"github.com/winproc/winproc/shim/pauseimage"
@@ -56,7 +58,12 @@ type pod struct {
 	settings  *cri.Pod
 	image     string
 	createdAt time.Time
+	spec      *specs.Spec
 }
+
+// specTypeURL is the type URL containerd registers for an OCI spec, which
+// it decodes from JSON.
+const specTypeURL = "types.containerd.io/opencontainers/runtime-spec/1/Spec"
 
 var _ sandboxAPI.TTRPCSandboxService = (*Service)(nil)
 
@@ -108,12 +115,16 @@ func (s *Service) CreateSandbox(ctx context.Context, r *sandboxAPI.CreateSandbox
 	if err != nil {
 		return nil, fmt.Errorf("sandbox %s: %w", r.SandboxID, err)
 	}
-	if err := s.tasks.CreateFromSpec(ctx, r.SandboxID, r.BundlePath, pauseSpec(settings, rootfs), rootfs.Mounts, release); err != nil {
+	spec := pauseSpec(settings, rootfs)
+	if err := s.tasks.CreateFromSpec(ctx, r.SandboxID, r.BundlePath, spec, rootfs.Mounts, release); err != nil {
 		if rerr := release(ctx); rerr != nil {
 			log.G(ctx).WithError(rerr).WithField("sandbox", r.SandboxID).Warn("release pause rootfs after failed create")
 		}
 		return nil, fmt.Errorf("sandbox %s: %w", r.SandboxID, err)
 	}
+	s.mu.Lock()
+	s.pod.spec = spec
+	s.mu.Unlock()
 	return &sandboxAPI.CreateSandboxResponse{}, nil
 }
 
@@ -164,7 +175,16 @@ func (s *Service) StartSandbox(ctx context.Context, r *sandboxAPI.StartSandboxRe
 	if err != nil {
 		return nil, errgrpc.ToNative(err)
 	}
-	return &sandboxAPI.StartSandboxResponse{Pid: resp.Pid, CreatedAt: protobuf.ToTimestamp(p.createdAt)}, nil
+	// containerd hands the sandbox's spec to NRI plugins.
+	spec, err := json.Marshal(p.spec)
+	if err != nil {
+		return nil, err
+	}
+	return &sandboxAPI.StartSandboxResponse{
+		Pid:       resp.Pid,
+		CreatedAt: protobuf.ToTimestamp(p.createdAt),
+		Spec:      &anypb.Any{TypeUrl: specTypeURL, Value: spec},
+	}, nil
 }
 
 // Platform is windows/amd64 at the host's Windows build.

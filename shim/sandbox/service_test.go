@@ -3,6 +3,7 @@ package sandbox
 import (
 	"context"
 	"fmt"
+	"strings"
 	"sync"
 	"testing"
 	"time"
@@ -116,7 +117,7 @@ func TestSandboxLifecycle(t *testing.T) {
 		t.Fatal(err)
 	}
 	pause := sys.Proc(0)
-	if start.Pid != uint32(pause.Pid()) || start.CreatedAt == nil {
+	if start.Pid != uint32(pause.Pid()) || start.CreatedAt == nil || start.Spec.GetTypeUrl() != specTypeURL || !strings.Contains(string(start.Spec.GetValue()), `pause.exe`) {
 		t.Errorf("start %+v, pause pid %d", start, pause.Pid())
 	}
 	if pause.Settings().CommandLine != `C:\pause.exe` || pause.Settings().User != "ContainerUser" {
