@@ -300,23 +300,24 @@ func (s *Service) PingSandbox(ctx context.Context, r *sandboxAPI.PingRequest) (*
 }
 
 // ShutdownSandbox stops the sandbox if needed, forgets it, and lets the
-// shim exit once it serves no task.
+// shim exit once it serves no task. containerd also calls it to clean up
+// after a CreateSandbox that failed, when there is no sandbox: the shim
+// must still go.
 func (s *Service) ShutdownSandbox(ctx context.Context, r *sandboxAPI.ShutdownSandboxRequest) (_ *sandboxAPI.ShutdownSandboxResponse, retErr error) {
 	defer func() { retErr = errgrpc.ToGRPC(retErr) }()
-	if _, err := s.get(r.SandboxID); err != nil {
-		return nil, err
-	}
-	if err := s.stop(ctx, r.SandboxID, defaultStopTimeout); err != nil {
-		return nil, err
-	}
-	if _, err := s.tasks.Delete(ctx, &taskAPI.DeleteRequest{ID: r.SandboxID}); err != nil {
-		if err := errgrpc.ToNative(err); !errdefs.IsNotFound(err) {
+	if _, err := s.get(r.SandboxID); err == nil {
+		if err := s.stop(ctx, r.SandboxID, defaultStopTimeout); err != nil {
 			return nil, err
 		}
+		if _, err := s.tasks.Delete(ctx, &taskAPI.DeleteRequest{ID: r.SandboxID}); err != nil {
+			if err := errgrpc.ToNative(err); !errdefs.IsNotFound(err) {
+				return nil, err
+			}
+		}
+		s.mu.Lock()
+		s.pod = nil
+		s.mu.Unlock()
 	}
-	s.mu.Lock()
-	s.pod = nil
-	s.mu.Unlock()
 	if _, err := s.tasks.Shutdown(ctx, &taskAPI.ShutdownRequest{}); err != nil {
 		return nil, errgrpc.ToNative(err)
 	}

@@ -1,0 +1,221 @@
+//go:build linux
+
+package integration
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"os"
+	"path/filepath"
+	"strings"
+	"sync"
+	"testing"
+
+	"github.com/winproc/winproc/integration/node"
+)
+
+// importPauseImage imports the node's pause image, built for osVersion,
+// unpacked unless noUnpack.
+func importPauseImage(t *testing.T, n *node.Node, osVersion string, noUnpack bool) {
+	t.Helper()
+	args := []string{"images", "import", "--platform", "windows/amd64", "--snapshotter", "windowsfilter"}
+	if noUnpack {
+		args = append(args, "--no-unpack")
+	}
+	if _, err := n.Ctr(context.Background(), append(args, pauseImage(t, node.PauseImage, osVersion))...); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// podConfig writes a CRI pod config for crictl. The pod uses the host's
+// network: this machine has no CNI.
+func podConfig(t *testing.T, name string) string {
+	t.Helper()
+	cfg := map[string]any{
+		"metadata":      map[string]any{"name": name, "namespace": "default", "uid": "uid-" + name},
+		"hostname":      name,
+		"log_directory": t.TempDir(),
+		"dns_config":    map[string]any{"servers": []string{"10.0.0.10"}, "searches": []string{"default.svc.cluster.local"}},
+		"linux":         map[string]any{"security_context": map[string]any{"namespace_options": map[string]any{"network": 2}}},
+	}
+	b, err := json.Marshal(cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	p := filepath.Join(t.TempDir(), name+".json")
+	if err := os.WriteFile(p, b, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	return p
+}
+
+// runPod runs a pod with the winproc handler and returns its ID; the test's
+// end stops and removes it if the test did not.
+func runPod(t *testing.T, n *node.Node, name string) string {
+	t.Helper()
+	ctx := context.Background()
+	out, err := n.Crictl(ctx, "runp", "--runtime", "winproc", podConfig(t, name))
+	if err != nil {
+		t.Fatalf("runp %s: %v", name, err)
+	}
+	id := lastLine(out)
+	t.Cleanup(func() {
+		n.Crictl(ctx, "stopp", id)
+		n.Crictl(ctx, "rmp", id)
+	})
+	return id
+}
+
+func lastLine(s string) string {
+	lines := strings.Split(strings.TrimSpace(s), "\n")
+	return strings.TrimSpace(lines[len(lines)-1])
+}
+
+// podState returns the pod's state as crictl shows it.
+func podState(t *testing.T, n *node.Node, id string) string {
+	t.Helper()
+	out, err := n.Crictl(context.Background(), "inspectp", "-o", "json", id)
+	if err != nil {
+		t.Fatalf("inspectp: %v", err)
+	}
+	var st struct {
+		Status struct{ State string } `json:"status"`
+	}
+	if err := json.Unmarshal([]byte(out[strings.Index(out, "{"):]), &st); err != nil {
+		t.Fatalf("inspectp output: %v\n%s", err, out)
+	}
+	return st.Status.State
+}
+
+// requireNoPodLeft checks that nothing of pod id remains: no shim, no
+// compute system (mounts, processes, directories), no pause snapshot or
+// lease.
+func requireNoPodLeft(t *testing.T, n *node.Node, id string) {
+	t.Helper()
+	ctx := context.Background()
+	if shims := n.Shims(); len(shims) > 0 {
+		t.Errorf("shims still running: %v", shims)
+	}
+	if id != "" {
+		requireNoLeaks(t, n, id)
+	} else if entries, err := os.ReadDir(n.EmulationRoot()); err == nil && len(entries) > 0 {
+		t.Errorf("compute systems left: %v", entries)
+	}
+	if err := n.CollectGarbage(ctx); err != nil {
+		t.Fatal(err)
+	}
+	for _, check := range [][]string{{"snapshots", "--snapshotter", "windowsfilter", "ls"}, {"leases", "ls"}} {
+		out, err := n.Ctr(ctx, check...)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if strings.Contains(out, "winproc-sandbox-"+id) || id == "" && strings.Contains(out, "winproc-sandbox-") {
+			t.Errorf("ctr %s still lists the pod's pause rootfs:\n%s", strings.Join(check, " "), out)
+		}
+	}
+}
+
+func TestPodLifecycle(t *testing.T) {
+	n := node.Start(t, bins)
+	importPauseImage(t, n, node.HostBuild+".1", false)
+	ctx := context.Background()
+
+	id := runPod(t, n, "web")
+	if st := podState(t, n, id); st != "SANDBOX_READY" {
+		t.Fatalf("pod state %s, want SANDBOX_READY", st)
+	}
+	out, err := n.Crictl(ctx, "pods")
+	if err != nil || !strings.Contains(out, id[:13]) || !strings.Contains(out, "winproc") {
+		t.Errorf("crictl pods:\n%s %v", out, err)
+	}
+	out, err = n.Crictl(ctx, "inspectp", id)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, want := range []string{`"winproc"`, `"hostname": "web"`, `default.svc.cluster.local`, node.PauseImage} {
+		if !strings.Contains(out, want) {
+			t.Errorf("crictl inspectp shows no %s:\n%.4000s", want, out)
+		}
+	}
+
+	// Stopping twice is fine, as CRI requires.
+	for i := 0; i < 2; i++ {
+		if _, err := n.Crictl(ctx, "stopp", id); err != nil {
+			t.Fatalf("stopp %d: %v", i, err)
+		}
+	}
+	if st := podState(t, n, id); st != "SANDBOX_NOTREADY" {
+		t.Errorf("state after stopp %s, want SANDBOX_NOTREADY", st)
+	}
+	if _, err := n.Crictl(ctx, "rmp", id); err != nil {
+		t.Fatal(err)
+	}
+	if out, _ := n.Crictl(ctx, "pods", "-q"); strings.TrimSpace(lastLine(out)) == id {
+		t.Errorf("pod still listed after rmp")
+	}
+	requireNoPodLeft(t, n, id)
+}
+
+func TestPodRefusesIncompatiblePauseImage(t *testing.T) {
+	n := node.Start(t, bins)
+	// The differ would refuse to unpack it; the shim must refuse it anyway.
+	importPauseImage(t, n, "10.0.17763.1", true)
+	out, err := n.Crictl(context.Background(), "runp", "--runtime", "winproc", podConfig(t, "old"))
+	want := "is built for 10.0.17763 (ltsc2019); this host is 10.0.20348 (ltsc2022); process isolation needs an image for 10.0.20348 (ltsc2022)"
+	if err == nil || !strings.Contains(out, want) {
+		t.Fatalf("runp with an ltsc2019 pause image: %v\n%s\nwant the build message %q", err, out, want)
+	}
+	requireNoPodLeft(t, n, "")
+}
+
+func TestTwentyPodsConcurrently(t *testing.T) {
+	n := node.Start(t, bins)
+	importPauseImage(t, n, node.HostBuild+".1", false)
+	ctx := context.Background()
+	const pods = 20
+	ids := make([]string, pods)
+	errs := make([]error, pods)
+	var wg sync.WaitGroup
+	for i := range pods {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			out, err := n.Crictl(ctx, "runp", "--runtime", "winproc", podConfig(t, fmt.Sprintf("pod-%02d", i)))
+			ids[i], errs[i] = lastLine(out), err
+		}()
+	}
+	wg.Wait()
+	for i, err := range errs {
+		if err != nil {
+			t.Errorf("pod %d: %v", i, err)
+		}
+	}
+	if t.Failed() {
+		return
+	}
+	for _, id := range ids {
+		if st := podState(t, n, id); st != "SANDBOX_READY" {
+			t.Errorf("pod %s is %s", id, st)
+		}
+	}
+	if len(n.Shims()) != pods {
+		t.Errorf("%d shims for %d pods", len(n.Shims()), pods)
+	}
+	for _, id := range ids {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			if _, err := n.Crictl(ctx, "stopp", id); err != nil {
+				t.Errorf("stopp %s: %v", id, err)
+			}
+			if _, err := n.Crictl(ctx, "rmp", id); err != nil {
+				t.Errorf("rmp %s: %v", id, err)
+			}
+		}()
+	}
+	wg.Wait()
+	for _, id := range ids {
+		requireNoPodLeft(t, n, id)
+	}
+}
