@@ -6,11 +6,24 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"io"
+	"net"
 	"os"
 	"path/filepath"
 	"strings"
 	"sync"
 	"testing"
+	"time"
+
+	wstats "github.com/Microsoft/hcsshim/cmd/containerd-shim-runhcs-v1/stats"
+	sandboxAPI "github.com/containerd/containerd/api/runtime/sandbox/v1"
+	taskAPI "github.com/containerd/containerd/api/runtime/task/v3"
+	"github.com/containerd/containerd/v2/pkg/cio"
+	"github.com/containerd/containerd/v2/pkg/namespaces"
+	"github.com/containerd/ttrpc"
+	"github.com/containerd/typeurl/v2"
+	specs "github.com/opencontainers/runtime-spec/specs-go"
+	"google.golang.org/protobuf/types/known/anypb"
 
 	"github.com/winproc/winproc/integration/node"
 )
@@ -218,4 +231,101 @@ func TestTwentyPodsConcurrently(t *testing.T) {
 	for _, id := range ids {
 		requireNoPodLeft(t, n, id)
 	}
+}
+
+// A pod's container joins the pod's shim; an HTTP GET reaches the app
+// through wincat exec'd in the sandbox (the port-forward of containerd
+// 1.7: a task-API exec of `wincat.exe 127.0.0.1 PORT` in the sandbox, sent
+// here to the shim directly, since containerd 2.x keeps no task for a
+// sandbox the shim owns); the sandbox's metrics show the pod's usage.
+func TestPodContainerAndPortForward(t *testing.T) {
+	n := node.Start(t, bins)
+	importPauseImage(t, n, node.HostBuild+".1", false)
+	importTestApp(t, n)
+	client := newClient(t, n)
+	pod := runPod(t, n, "app")
+
+	port := freePort(t)
+	c := newTestAppContainer(t, n, client, testAppImage, pod, "app-c", "serve", "-addr", fmt.Sprintf("127.0.0.1:%d", port))
+	out := &output{}
+	task, err := c.NewTask(context.Background(), cio.NewCreator(cio.WithStreams(nil, out, out), cio.WithFIFODir(t.TempDir())))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := task.Start(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	out.waitFor(t, "listening on")
+	if shims := n.Shims(); len(shims) != 1 {
+		t.Fatalf("shims %v: the container did not join its pod's shim", shims)
+	}
+
+	socket, err := n.ShimSocket("app-c")
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx := namespaces.WithNamespace(context.Background(), node.Namespace)
+	shim, err := node.DialTask(ctx, socket)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer shim.Close()
+
+	fifos, err := cio.NewFIFOSetInDir(t.TempDir(), "wincat", false)
+	if err != nil {
+		t.Fatal(err)
+	}
+	stdio, err := cio.NewDirectIO(ctx, fifos)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer stdio.Close()
+	spec, _ := json.Marshal(&specs.Process{Args: []string{`C:\Windows\System32\wincat.exe`, "127.0.0.1", fmt.Sprint(port)}, Cwd: `C:\`})
+	if _, err := shim.Exec(ctx, &taskAPI.ExecProcessRequest{
+		ID: pod, ExecID: "port-forward", Stdin: fifos.Stdin, Stdout: fifos.Stdout,
+		Spec: &anypb.Any{TypeUrl: "types.containerd.io/opencontainers/runtime-spec/1/Process", Value: spec},
+	}); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := shim.Start(ctx, &taskAPI.StartRequest{ID: pod, ExecID: "port-forward"}); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := io.WriteString(stdio.Stdin, "GET / HTTP/1.0\r\nHost: app\r\n\r\n"); err != nil {
+		t.Fatal(err)
+	}
+	stdio.Stdin.Close()
+	answer, err := io.ReadAll(stdio.Stdout)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !strings.Contains(string(answer), "hello from winproc-testapp") {
+		t.Errorf("through wincat in the sandbox: %q", answer)
+	}
+	wait, err := shim.Wait(ctx, &taskAPI.WaitRequest{ID: pod, ExecID: "port-forward"})
+	if err != nil || wait.ExitStatus != 0 {
+		t.Errorf("wincat exit: %v, %v", wait, err)
+	}
+	if _, err := shim.Delete(ctx, &taskAPI.DeleteRequest{ID: pod, ExecID: "port-forward"}); err != nil {
+		t.Error(err)
+	}
+
+	conn, err := net.Dial("unix", socket)
+	if err != nil {
+		t.Fatal(err)
+	}
+	sandboxes := ttrpc.NewClient(conn)
+	defer sandboxes.Close()
+	metrics, err := sandboxAPI.NewTTRPCSandboxClient(sandboxes).SandboxMetrics(ctx, &sandboxAPI.SandboxMetricsRequest{SandboxID: pod})
+	if err != nil {
+		t.Fatal(err)
+	}
+	v, err := typeurl.UnmarshalAny(metrics.Metrics.Data)
+	if err != nil {
+		t.Fatal(err)
+	}
+	w := v.(*wstats.Statistics).GetWindows()
+	if w.GetProcessor().GetTotalRuntimeNS() == 0 || w.GetMemory().GetMemoryUsagePrivateWorkingSetBytes() == 0 {
+		t.Errorf("pod metrics show no usage: %v", w)
+	}
+	t.Logf("pod usage: cpu %v, private working set %d bytes", time.Duration(w.GetProcessor().GetTotalRuntimeNS()), w.GetMemory().GetMemoryUsagePrivateWorkingSetBytes())
 }

@@ -116,7 +116,7 @@ func runtimeOpts(t testing.TB, n *node.Node) *runtimeoptions.Options {
 // snapshotter, the winproc runtime.
 func startTestApp(t testing.TB, n *node.Node, client *containerd.Client, id string, args ...string) (containerd.Task, *output) {
 	t.Helper()
-	c := newTestAppContainer(t, n, client, testAppImage, id, args...)
+	c := newTestAppContainer(t, n, client, testAppImage, "", id, args...)
 	out := &output{}
 	task, err := c.NewTask(context.Background(), cio.NewCreator(cio.WithStreams(nil, out, out), cio.WithFIFODir(t.TempDir())))
 	if err != nil {
@@ -129,28 +129,38 @@ func startTestApp(t testing.TB, n *node.Node, client *containerd.Client, id stri
 }
 
 // newTestAppContainer makes the container record of a test app container
-// from image ref, removed when the test ends.
-func newTestAppContainer(t testing.TB, n *node.Node, client *containerd.Client, ref, id string, args ...string) containerd.Container {
+// from image ref, removed when the test ends. With a pod, the container is
+// one of that pod's, as CRI would create it: the pod is its sandbox and its
+// spec carries CRI's annotations.
+func newTestAppContainer(t testing.TB, n *node.Node, client *containerd.Client, ref, pod, id string, args ...string) containerd.Container {
 	t.Helper()
 	ctx := context.Background()
 	image, err := client.GetImage(ctx, ref)
 	if err != nil {
 		t.Fatal(err)
 	}
-	spec, err := oci.GenerateSpecWithPlatform(ctx, client, "windows/amd64", &containers.Container{ID: id},
+	specOpts := []oci.SpecOpts{
 		oci.WithProcessArgs(append([]string{testApp}, args...)...),
 		oci.WithEnv([]string{"WINPROC_TEST=" + id}),
-	)
-	if err != nil {
-		t.Fatal(err)
 	}
-	c, err := client.NewContainer(ctx, id,
+	opts := []containerd.NewContainerOpts{
 		containerd.WithImage(image),
 		containerd.WithSnapshotter(containerdconfig.Snapshotter),
 		containerd.WithNewSnapshot(id, image),
 		containerd.WithRuntime(containerdconfig.RuntimeType, runtimeOpts(t, n)),
-		containerd.WithSpec(spec),
-	)
+	}
+	if pod != "" {
+		specOpts = append(specOpts, oci.WithAnnotations(map[string]string{
+			"io.kubernetes.cri.container-type": "container",
+			"io.kubernetes.cri.sandbox-id":     pod,
+		}))
+		opts = append(opts, containerd.WithSandbox(pod))
+	}
+	spec, err := oci.GenerateSpecWithPlatform(ctx, client, "windows/amd64", &containers.Container{ID: id}, specOpts...)
+	if err != nil {
+		t.Fatal(err)
+	}
+	c, err := client.NewContainer(ctx, id, append(opts, containerd.WithSpec(spec))...)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -419,7 +429,7 @@ func TestCreateRefusesIncompatibleImage(t *testing.T) {
 	importTestAppAs(t, n, old, "10.0.17763.1")
 	client := newClient(t, n)
 
-	c := newTestAppContainer(t, n, client, old, "old", "sleep", "-seconds", "0")
+	c := newTestAppContainer(t, n, client, old, "", "old", "sleep", "-seconds", "0")
 	_, err := c.NewTask(context.Background(), cio.NullIO)
 	want := `image "` + old + `" is built for 10.0.17763 (ltsc2019); this host is 10.0.20348 (ltsc2022); process isolation needs an image for 10.0.20348 (ltsc2022)`
 	if err == nil || !strings.Contains(err.Error(), want) || !errdefs.IsFailedPrecondition(err) {
