@@ -18,6 +18,7 @@ import (
 	wstats "github.com/Microsoft/hcsshim/cmd/containerd-shim-runhcs-v1/stats"
 	sandboxAPI "github.com/containerd/containerd/api/runtime/sandbox/v1"
 	taskAPI "github.com/containerd/containerd/api/runtime/task/v3"
+	containerd "github.com/containerd/containerd/v2/client"
 	"github.com/containerd/containerd/v2/pkg/cio"
 	"github.com/containerd/containerd/v2/pkg/namespaces"
 	"github.com/containerd/ttrpc"
@@ -246,7 +247,7 @@ func TestPodContainerAndPortForward(t *testing.T) {
 	pod := runPod(t, n, "app")
 
 	port := freePort(t)
-	c := newTestAppContainer(t, n, client, testAppImage, pod, "app-c", "serve", "-addr", fmt.Sprintf("127.0.0.1:%d", port))
+	c := newContainer(t, n, client, testAppImage, "app-c", podMember{pod: pod, kind: "container", shimSandbox: true}, []string{testApp, "serve", "-addr", fmt.Sprintf("127.0.0.1:%d", port)})
 	out := &output{}
 	task, err := c.NewTask(context.Background(), cio.NewCreator(cio.WithStreams(nil, out, out), cio.WithFIFODir(t.TempDir())))
 	if err != nil {
@@ -328,4 +329,74 @@ func TestPodContainerAndPortForward(t *testing.T) {
 		t.Errorf("pod metrics show no usage: %v", w)
 	}
 	t.Logf("pod usage: cpu %v, private working set %d bytes", time.Duration(w.GetProcessor().GetTotalRuntimeNS()), w.GetMemory().GetMemoryUsagePrivateWorkingSetBytes())
+}
+
+// podsandbox mode (containerd's default sandboxer, and containerd 1.7's
+// only one): containerd runs the pause container as a task whose spec says
+// container-type sandbox; the pod's containers say only sandbox-id, and the
+// shim groups them into the sandbox's shim (as runhcs). containerd 1.7's
+// port-forward then execs wincat in the sandbox task through containerd.
+func TestPodsandboxMode(t *testing.T) {
+	n := node.Start(t, bins)
+	importPauseImage(t, n, node.HostBuild+".1", false)
+	importTestApp(t, n)
+	client := newClient(t, n)
+	ctx := context.Background()
+
+	const pod = "podsandbox-pod"
+	sandbox := newContainer(t, n, client, node.PauseImage, pod, podMember{pod: pod, kind: "sandbox"}, []string{`C:\pause.exe`})
+	pause, err := sandbox.NewTask(ctx, cio.NullIO)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := pause.Start(ctx); err != nil {
+		t.Fatal(err)
+	}
+
+	port := freePort(t)
+	app := newContainer(t, n, client, testAppImage, "podsandbox-app", podMember{pod: pod, kind: "container"}, []string{testApp, "serve", "-addr", fmt.Sprintf("127.0.0.1:%d", port)})
+	out := &output{}
+	task, err := app.NewTask(ctx, cio.NewCreator(cio.WithStreams(nil, out, out), cio.WithFIFODir(t.TempDir())))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := task.Start(ctx); err != nil {
+		t.Fatal(err)
+	}
+	out.waitFor(t, "listening on")
+	if shims := n.Shims(); len(shims) != 1 {
+		t.Fatalf("shims %v: the pod's container did not join the sandbox's shim", shims)
+	}
+
+	spec, err := pause.Spec(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	p := *spec.Process
+	p.Args = []string{`C:\Windows\System32\wincat.exe`, "127.0.0.1", fmt.Sprint(port)}
+	stdin, stdinW := io.Pipe()
+	answer := &output{}
+	wincat, err := pause.Exec(ctx, "port-forward", &p, cio.NewCreator(cio.WithStreams(stdin, answer, answer), cio.WithFIFODir(t.TempDir())))
+	if err != nil {
+		t.Fatal(err)
+	}
+	done, err := wincat.Wait(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := wincat.Start(ctx); err != nil {
+		t.Fatal(err)
+	}
+	io.WriteString(stdinW, "GET / HTTP/1.0\r\nHost: app\r\n\r\n")
+	stdinW.Close()
+	if err := wincat.CloseIO(ctx, containerd.WithStdinCloser); err != nil {
+		t.Fatal(err)
+	}
+	if st := waitStatus(t, done); st.ExitCode() != 0 {
+		t.Errorf("wincat exit code %d", st.ExitCode())
+	}
+	answer.waitFor(t, "hello from winproc-testapp")
+	if _, err := wincat.Delete(ctx); err != nil {
+		t.Error(err)
+	}
 }

@@ -116,7 +116,7 @@ func runtimeOpts(t testing.TB, n *node.Node) *runtimeoptions.Options {
 // snapshotter, the winproc runtime.
 func startTestApp(t testing.TB, n *node.Node, client *containerd.Client, id string, args ...string) (containerd.Task, *output) {
 	t.Helper()
-	c := newTestAppContainer(t, n, client, testAppImage, "", id, args...)
+	c := newContainer(t, n, client, testAppImage, id, podMember{}, append([]string{testApp}, args...))
 	out := &output{}
 	task, err := c.NewTask(context.Background(), cio.NewCreator(cio.WithStreams(nil, out, out), cio.WithFIFODir(t.TempDir())))
 	if err != nil {
@@ -128,11 +128,24 @@ func startTestApp(t testing.TB, n *node.Node, client *containerd.Client, id stri
 	return task, out
 }
 
-// newTestAppContainer makes the container record of a test app container
-// from image ref, removed when the test ends. With a pod, the container is
-// one of that pod's, as CRI would create it: the pod is its sandbox and its
-// spec carries CRI's annotations.
-func newTestAppContainer(t testing.TB, n *node.Node, client *containerd.Client, ref, pod, id string, args ...string) containerd.Container {
+// podMember says how a container belongs to a pod, if it does.
+type podMember struct {
+	// pod is the pod's sandbox ID.
+	pod string
+	// kind is CRI's container type: "sandbox" for the pause container of a
+	// podsandbox pod, else "container".
+	kind string
+	// shimSandbox is set when the shim owns the pod (sandboxer "shim"): the
+	// container names the sandbox. In podsandbox mode only CRI's
+	// annotations tie it to the pod.
+	shimSandbox bool
+}
+
+// newContainer makes the record of a container of image ref running args,
+// as CRI would on Windows: a Windows spec, the windowsfilter snapshotter,
+// the winproc runtime, and, for a pod's container, CRI's annotations. It is
+// removed when the test ends.
+func newContainer(t testing.TB, n *node.Node, client *containerd.Client, ref, id string, member podMember, args []string) containerd.Container {
 	t.Helper()
 	ctx := context.Background()
 	image, err := client.GetImage(ctx, ref)
@@ -140,7 +153,7 @@ func newTestAppContainer(t testing.TB, n *node.Node, client *containerd.Client, 
 		t.Fatal(err)
 	}
 	specOpts := []oci.SpecOpts{
-		oci.WithProcessArgs(append([]string{testApp}, args...)...),
+		oci.WithProcessArgs(args...),
 		oci.WithEnv([]string{"WINPROC_TEST=" + id}),
 	}
 	opts := []containerd.NewContainerOpts{
@@ -149,12 +162,14 @@ func newTestAppContainer(t testing.TB, n *node.Node, client *containerd.Client, 
 		containerd.WithNewSnapshot(id, image),
 		containerd.WithRuntime(containerdconfig.RuntimeType, runtimeOpts(t, n)),
 	}
-	if pod != "" {
+	if member.pod != "" {
 		specOpts = append(specOpts, oci.WithAnnotations(map[string]string{
-			"io.kubernetes.cri.container-type": "container",
-			"io.kubernetes.cri.sandbox-id":     pod,
+			"io.kubernetes.cri.container-type": member.kind,
+			"io.kubernetes.cri.sandbox-id":     member.pod,
 		}))
-		opts = append(opts, containerd.WithSandbox(pod))
+	}
+	if member.shimSandbox {
+		opts = append(opts, containerd.WithSandbox(member.pod))
 	}
 	spec, err := oci.GenerateSpecWithPlatform(ctx, client, "windows/amd64", &containers.Container{ID: id}, specOpts...)
 	if err != nil {
@@ -429,7 +444,7 @@ func TestCreateRefusesIncompatibleImage(t *testing.T) {
 	importTestAppAs(t, n, old, "10.0.17763.1")
 	client := newClient(t, n)
 
-	c := newTestAppContainer(t, n, client, old, "", "old", "sleep", "-seconds", "0")
+	c := newContainer(t, n, client, old, "old", podMember{}, []string{testApp, "sleep", "-seconds", "0"})
 	_, err := c.NewTask(context.Background(), cio.NullIO)
 	want := `image "` + old + `" is built for 10.0.17763 (ltsc2019); this host is 10.0.20348 (ltsc2022); process isolation needs an image for 10.0.20348 (ltsc2022)`
 	if err == nil || !strings.Contains(err.Error(), want) || !errdefs.IsFailedPrecondition(err) {
