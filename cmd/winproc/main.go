@@ -33,6 +33,7 @@ type command struct {
 // commands are the subcommand groups, in usage order.
 var commands = []command{
 	imageCommand,
+	runtimeClassCommand,
 }
 
 // env is what a command may use besides its arguments.
@@ -119,7 +120,7 @@ func exitCode(e *env, err error) int {
 func mainUsage(w io.Writer, fs *flag.FlagSet) {
 	fmt.Fprintf(w, "Usage: winproc [-version] COMMAND [ARGS]\n\nCommands:\n")
 	for _, c := range commands {
-		fmt.Fprintf(w, "  %-8s %s\n", c.name, c.summary)
+		fmt.Fprintf(w, "  %-12s %s\n", c.name, c.summary)
 	}
 	fmt.Fprintf(w, "\nRun 'winproc COMMAND -h' for the usage of a command.\n\nFlags:\n")
 	fs.SetOutput(w)
