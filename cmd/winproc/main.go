@@ -33,6 +33,7 @@ type command struct {
 // commands are the subcommand groups, in usage order.
 var commands = []command{
 	imageCommand,
+	doctorCommand,
 	runtimeClassCommand,
 }
 

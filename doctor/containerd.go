@@ -1,0 +1,157 @@
+package doctor
+
+import (
+	"context"
+	"fmt"
+	"io"
+
+	contentapi "github.com/containerd/containerd/api/services/content/v1"
+	imagesapi "github.com/containerd/containerd/api/services/images/v1"
+	introspectionapi "github.com/containerd/containerd/api/services/introspection/v1"
+	snapshotsapi "github.com/containerd/containerd/api/services/snapshots/v1"
+	versionapi "github.com/containerd/containerd/api/services/version/v1"
+	apitypes "github.com/containerd/containerd/api/types"
+	"github.com/containerd/containerd/v2/core/content"
+	contentproxy "github.com/containerd/containerd/v2/core/content/proxy"
+	"github.com/containerd/containerd/v2/pkg/dialer"
+	"github.com/containerd/containerd/v2/pkg/namespaces"
+	"github.com/containerd/errdefs/pkg/errgrpc"
+	"github.com/containerd/typeurl/v2"
+	"github.com/opencontainers/go-digest"
+	ocispec "github.com/opencontainers/image-spec/specs-go/v1"
+	"google.golang.org/grpc"
+	"google.golang.org/grpc/credentials/insecure"
+	"google.golang.org/protobuf/types/known/emptypb"
+	criapi "k8s.io/cri-api/pkg/apis/runtime/v1"
+)
+
+// runtimePluginType and runtimePluginID name containerd's task runtime,
+// which answers runtime info requests (ctr plugins inspect-runtime).
+const (
+	runtimePluginType = "io.containerd.runtime.v2"
+	runtimePluginID   = "task"
+)
+
+// grpcContainerd talks to containerd through its API clients over one gRPC
+// connection (no containerd client package).
+type grpcContainerd struct {
+	conn *grpc.ClientConn
+}
+
+func dialContainerd(address string) (Containerd, error) {
+	conn, err := grpc.NewClient(dialer.DialAddress(address),
+		grpc.WithTransportCredentials(insecure.NewCredentials()),
+		grpc.WithContextDialer(dialer.ContextDialer),
+		grpc.WithDefaultCallOptions(grpc.MaxCallRecvMsgSize(16<<20)),
+	)
+	if err != nil {
+		return nil, fmt.Errorf("containerd at %s: %w", address, err)
+	}
+	return &grpcContainerd{conn: conn}, nil
+}
+
+func (c *grpcContainerd) Close() error { return c.conn.Close() }
+
+func (c *grpcContainerd) Version(ctx context.Context) (string, string, error) {
+	resp, err := versionapi.NewVersionClient(c.conn).Version(ctx, &emptypb.Empty{})
+	if err != nil {
+		return "", "", errgrpc.ToNative(err)
+	}
+	return resp.GetVersion(), resp.GetRevision(), nil
+}
+
+func (c *grpcContainerd) Plugins(ctx context.Context, filter string) ([]Plugin, error) {
+	resp, err := introspectionapi.NewIntrospectionClient(c.conn).Plugins(ctx, &introspectionapi.PluginsRequest{Filters: []string{filter}})
+	if err != nil {
+		return nil, errgrpc.ToNative(err)
+	}
+	var out []Plugin
+	for _, p := range resp.GetPlugins() {
+		pl := Plugin{Type: p.GetType(), ID: p.GetID()}
+		for _, pf := range p.GetPlatforms() {
+			s := pf.GetOS() + "/" + pf.GetArchitecture()
+			if pf.GetVariant() != "" {
+				s += "/" + pf.GetVariant()
+			}
+			pl.Platforms = append(pl.Platforms, s)
+		}
+		if e := p.GetInitErr(); e != nil {
+			pl.InitErr = e.GetMessage()
+			if pl.InitErr == "" {
+				pl.InitErr = fmt.Sprintf("code %d", e.GetCode())
+			}
+		}
+		out = append(out, pl)
+	}
+	return out, nil
+}
+
+func (c *grpcContainerd) RuntimeInfo(ctx context.Context, runtime string) (ShimInfo, error) {
+	opts, err := typeurl.MarshalAnyToProto(&apitypes.RuntimeRequest{RuntimePath: runtime})
+	if err != nil {
+		return ShimInfo{}, err
+	}
+	resp, err := introspectionapi.NewIntrospectionClient(c.conn).PluginInfo(ctx, &introspectionapi.PluginInfoRequest{
+		Type: runtimePluginType, ID: runtimePluginID, Options: opts,
+	})
+	if err != nil {
+		return ShimInfo{}, errgrpc.ToNative(err)
+	}
+	var info apitypes.RuntimeInfo
+	if err := typeurl.UnmarshalTo(resp.GetExtra(), &info); err != nil {
+		return ShimInfo{}, fmt.Errorf("containerd's runtime info: %w", err)
+	}
+	return shimInfoOf(&info), nil
+}
+
+func (c *grpcContainerd) RuntimeHandlers(ctx context.Context) ([]string, error) {
+	resp, err := criapi.NewRuntimeServiceClient(c.conn).Status(ctx, &criapi.StatusRequest{})
+	if err != nil {
+		return nil, errgrpc.ToNative(err)
+	}
+	var names []string
+	for _, h := range resp.GetRuntimeHandlers() {
+		names = append(names, h.GetName())
+	}
+	return names, nil
+}
+
+func (c *grpcContainerd) ImageTarget(ctx context.Context, ns, name string) (ocispec.Descriptor, error) {
+	resp, err := imagesapi.NewImagesClient(c.conn).Get(namespaces.WithNamespace(ctx, ns), &imagesapi.GetImageRequest{Name: name})
+	if err != nil {
+		return ocispec.Descriptor{}, errgrpc.ToNative(err)
+	}
+	t := resp.GetImage().GetTarget()
+	return ocispec.Descriptor{
+		MediaType:   t.GetMediaType(),
+		Digest:      digest.Digest(t.GetDigest()),
+		Size:        t.GetSize(),
+		Annotations: t.GetAnnotations(),
+	}, nil
+}
+
+func (c *grpcContainerd) store() content.Store {
+	return contentproxy.NewContentStore(contentapi.NewContentClient(c.conn))
+}
+
+func (c *grpcContainerd) ReadBlob(ctx context.Context, ns string, desc ocispec.Descriptor) ([]byte, error) {
+	return content.ReadBlob(namespaces.WithNamespace(ctx, ns), c.store(), desc)
+}
+
+func (c *grpcContainerd) OpenBlob(ctx context.Context, ns string, desc ocispec.Descriptor) (io.ReadCloser, error) {
+	ra, err := c.store().ReaderAt(namespaces.WithNamespace(ctx, ns), desc)
+	if err != nil {
+		return nil, err
+	}
+	return readCloser{content.NewReader(ra), ra}, nil
+}
+
+type readCloser struct {
+	io.Reader
+	io.Closer
+}
+
+func (c *grpcContainerd) StatSnapshot(ctx context.Context, ns, snapshotter, key string) error {
+	_, err := snapshotsapi.NewSnapshotsClient(c.conn).Stat(namespaces.WithNamespace(ctx, ns), &snapshotsapi.StatSnapshotRequest{Snapshotter: snapshotter, Key: key})
+	return errgrpc.ToNative(err)
+}
