@@ -67,5 +67,13 @@ fuzz:
 	$(GO) test -run='^$$' -fuzz='^FuzzImport$$' -fuzztime=10s ./snapshotter/wclayer
 	$(GO) test -run='^$$' -fuzz='^FuzzImportEntries$$' -fuzztime=10s ./snapshotter/wclayer
 
+# winproc end to end on an emulated Windows node, as a terminal transcript:
+# containerd with the generated config, winproc-snapshotter, images built
+# with `winproc image`, a pod through crictl, the test app in it, logs, exec,
+# port-forward through wincat, statistics, teardown. Leaves nothing behind.
+.PHONY: demo
+demo: tools wine build windows
+	bin/winproc-demo -tools $(WINPROC_TOOLS) -wine-prefix $(WINE_PREFIX) -bin $(CURDIR)/bin -windows-bin $(CURDIR)/bin/windows
+
 clean:
 	rm -rf bin
