@@ -109,6 +109,19 @@ type unpackRule struct {
 	Differ      string `toml:"differ"`
 }
 
+// unpackRules are the transfer service's unpack rules. containerd applies
+// its built-in rule only when none is configured, so on Windows the rule for
+// its own windows snapshotter stays, first: pulls that name no snapshotter
+// unpack as before (runhcs keeps working), pulls for windowsfilter (CRI's
+// for the winproc handler, ctr --snapshotter) use ours.
+func unpackRules(os string) []unpackRule {
+	ours := unpackRule{Platform: Platform, Snapshotter: Snapshotter, Differ: Differ}
+	if os == "windows" {
+		return []unpackRule{{Platform: Platform, Snapshotter: "windows", Differ: "windows"}, ours}
+	}
+	return []unpackRule{ours}
+}
+
 // Generate returns the config as TOML.
 func Generate(n Node) ([]byte, error) {
 	if n.Handler == "" {
@@ -165,7 +178,7 @@ func Generate(n Node) ([]byte, error) {
 			// Pulls through the transfer service (ctr, CRI) unpack Windows
 			// layers with our snapshotter and differ.
 			"io.containerd.transfer.v1.local": map[string]any{
-				"unpack_config": []unpackRule{{Platform: Platform, Snapshotter: Snapshotter, Differ: Differ}},
+				"unpack_config": unpackRules(n.OS),
 			},
 			// Client-side unpacks go through the diff service: ours first
 			// (it declines mounts that are not Windows layers), then the

@@ -44,10 +44,17 @@ func TestGenerateWindowsNode(t *testing.T) {
 			t.Errorf("%s = %#v, want %#v", strings.Join(c.path, "."), got, c.want)
 		}
 	}
+	// containerd's own windows rule stays first; ours follows.
 	unpack := lookup(tree, []string{"plugins", "io.containerd.transfer.v1.local", "unpack_config"}).([]any)
-	rule := unpack[0].(map[string]any)
-	if len(unpack) != 1 || rule["platform"] != "windows/amd64" || rule["snapshotter"] != "windowsfilter" || rule["differ"] != "windowsfilter-diff" {
-		t.Errorf("unpack_config = %v", unpack)
+	if len(unpack) != 2 {
+		t.Fatalf("unpack_config = %v, want the windows rule and ours", unpack)
+	}
+	builtin, ours := unpack[0].(map[string]any), unpack[1].(map[string]any)
+	if builtin["platform"] != "windows/amd64" || builtin["snapshotter"] != "windows" || builtin["differ"] != "windows" {
+		t.Errorf("first unpack rule = %v, want containerd's windows rule", builtin)
+	}
+	if ours["platform"] != "windows/amd64" || ours["snapshotter"] != "windowsfilter" || ours["differ"] != "windowsfilter-diff" {
+		t.Errorf("second unpack rule = %v", ours)
 	}
 	differs := lookup(tree, []string{"plugins", "io.containerd.service.v1.diff-service", "default"}).([]any)
 	if len(differs) != 2 || differs[0] != "windowsfilter-diff" || differs[1] != "windows" {
