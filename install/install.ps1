@@ -203,7 +203,7 @@ function Install-Binaries($Node) {
 
 function Register-Snapshotter {
     $exe = Join-Path $InstallDir 'winproc-snapshotter.exe'
-    $arguments = "-root `"$SnapshotterRoot`" -address $SnapshotterPipe"
+    $arguments = "-root `"$SnapshotterRoot`" -address $SnapshotterPipe -log-file `"$(Join-Path $SnapshotterRoot 'winproc-snapshotter.log')`""
     New-Item -ItemType Directory -Force -Path $SnapshotterRoot | Out-Null
     if ($SnapshotterAsTask) {
         Write-Step "Registering $ServiceName as a startup task"
@@ -224,7 +224,7 @@ function Register-Snapshotter {
         try {
             Start-Service $ServiceName
         } catch {
-            throw "The $ServiceName service did not start. A winproc-snapshotter.exe that does not answer the service control manager fails with error 1053; rerun with -SnapshotterAsTask to run it as a startup task instead. $_"
+            throw "The $ServiceName service did not start; its log is $(Join-Path $SnapshotterRoot 'winproc-snapshotter.log'). To run it as a startup task instead, rerun with -SnapshotterAsTask. $_"
         }
     }
     Wait-Until { Test-Pipe 'winproc-snapshotter' } 30 "Nothing listens on $SnapshotterPipe 30 s after $ServiceName started."

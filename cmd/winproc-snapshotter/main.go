@@ -22,6 +22,7 @@ func main() {
 		cfg         service.Config
 		hostBuild   string
 		logLevel    string
+		logFile     string
 		showVersion bool
 	)
 	flag.StringVar(&cfg.Root, "root", defaultRoot, "directory for snapshots and their metadata")
@@ -29,6 +30,7 @@ func main() {
 	flag.StringVar(&cfg.ContainerdAddress, "containerd-address", defaultContainerdAddress, "containerd's gRPC address, for reading layers")
 	flag.StringVar(&hostBuild, "host-build", defaultHostBuild, "Windows build images must be able to run on, e.g. 10.0.20348 (empty: this host's)")
 	flag.StringVar(&logLevel, "log-level", "info", "log level: trace, debug, info, warn, error")
+	flag.StringVar(&logFile, "log-file", "", "append logs to this file instead of standard error (a Windows service has none)")
 	flag.BoolVar(&showVersion, "version", false, "print the version and exit")
 	flag.Parse()
 	if showVersion {
@@ -45,6 +47,16 @@ func main() {
 		os.Exit(2)
 	}
 
+	if logFile != "" {
+		f, err := os.OpenFile(logFile, os.O_WRONLY|os.O_CREATE|os.O_APPEND, 0o600)
+		if err != nil {
+			fmt.Fprintf(os.Stderr, "winproc-snapshotter: -log-file: %v\n", err)
+			os.Exit(2)
+		}
+		defer f.Close()
+		log.L.Logger.SetOutput(f)
+	}
+
 	var err error
 	if hostBuild == "" {
 		cfg.Host, err = winbuild.Host()
@@ -56,10 +68,15 @@ func main() {
 		os.Exit(2)
 	}
 
-	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
-	defer stop()
-	if err := service.Run(ctx, cfg); err != nil {
-		log.G(ctx).WithError(err).Error("winproc-snapshotter failed")
+	serve := func(ctx context.Context) error { return service.Run(ctx, cfg) }
+	isService, err := runAsService(serve)
+	if !isService {
+		ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+		defer stop()
+		err = serve(ctx)
+	}
+	if err != nil {
+		log.L.WithError(err).Error("winproc-snapshotter failed")
 		os.Exit(1)
 	}
 }
