@@ -145,7 +145,7 @@ func TestDoctorLoadConfigShapes(t *testing.T) {
 				RuntimePlatforms: map[string]RuntimePlatform{
 					"winproc": {Platform: "windows/amd64", Snapshotter: "windowsfilter"},
 				},
-				UnpackRules: []UnpackRule{{Platform: "windows/amd64", Snapshotter: "windowsfilter", Differ: "windowsfilter-diff"}},
+				UnpackRules: []UnpackRule{{Platform: "windows/amd64", Snapshotter: "windows", Differ: "windows"}, {Platform: "windows/amd64", Snapshotter: "windowsfilter", Differ: "windowsfilter-diff"}},
 				DiffDefault: []string{"windowsfilter-diff", "windows"},
 			},
 		},

@@ -51,6 +51,8 @@ type Process struct {
 	stdio    Stdio
 	settings *compute.ProcessSettings
 	onExit   ExitHook
+	// notify reports the exit once recorded and before it is final.
+	notify func(context.Context, State)
 	// shutdown, for an init process, shuts its whole compute system down:
 	// what a CTRL_SHUTDOWN to the container means when the backend cannot
 	// deliver console events to one process.
@@ -78,6 +80,11 @@ func New(id string, settings *compute.ProcessSettings, stdio Stdio, onExit ExitH
 		done:     make(chan struct{}),
 	}
 }
+
+// SetExitNotifier has notify called with the process's final state when it
+// has exited, before Wait returns: containerd must see the exit event
+// before anything a Wait lets happen next (a Delete's event).
+func (p *Process) SetExitNotifier(notify func(context.Context, State)) { p.notify = notify }
 
 // SetSystemShutdown makes SIGTERM fall back to shutting the compute system
 // down (CTRL_SHUTDOWN to every process in it) where the backend cannot send
@@ -138,7 +145,6 @@ func (p *Process) finish(ctx context.Context, status uint32) {
 		status = p.onExit(ctx, p, status)
 	}
 	p.mu.Lock()
-	defer p.mu.Unlock()
 	if p.proc != nil {
 		p.proc.Close()
 	}
@@ -148,6 +154,11 @@ func (p *Process) finish(ctx context.Context, status uint32) {
 	p.status = task.Status_STOPPED
 	p.exit = status
 	p.exitedAt = time.Now()
+	st := State{ID: p.id, Pid: p.pid, Status: p.status, Stdio: p.stdio, ExitStatus: p.exit, ExitedAt: p.exitedAt}
+	p.mu.Unlock()
+	if p.notify != nil {
+		p.notify(ctx, st)
+	}
 	close(p.done)
 }
 

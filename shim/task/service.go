@@ -156,6 +156,7 @@ func (s *Service) create(ctx context.Context, id, bundle string, spec *specs.Spe
 	c := &container{id: id, bundle: bundle, system: sys, execs: map[string]*process.Process{}, release: release}
 	c.init = process.New(id, procSettings, stdio, c.teardown)
 	c.init.SetSystemShutdown(sys.Shutdown)
+	c.init.SetExitNotifier(s.exitNotifier(id))
 	s.mu.Lock()
 	s.containers[id] = c
 	s.mu.Unlock()
@@ -230,7 +231,6 @@ func (s *Service) Start(ctx context.Context, r *taskAPI.StartRequest) (_ *taskAP
 		return nil, err
 	}
 	pid := p.State().Pid
-	go s.publishExit(context.WithoutCancel(ctx), c, p)
 	if r.ExecID == "" {
 		s.publish(ctx, runtime.TaskStartEventTopic, &eventstypes.TaskStart{ContainerID: r.ID, Pid: pid})
 	} else {
@@ -239,18 +239,18 @@ func (s *Service) Start(ctx context.Context, r *taskAPI.StartRequest) (_ *taskAP
 	return &taskAPI.StartResponse{Pid: pid}, nil
 }
 
-// publishExit reports a process's exit once it is final (for init: after the
-// compute system is torn down). It ends with the process.
-func (s *Service) publishExit(ctx context.Context, c *container, p *process.Process) {
-	<-p.Done()
-	st := p.State()
-	s.publish(ctx, runtime.TaskExitEventTopic, &eventstypes.TaskExit{
-		ContainerID: c.id,
-		ID:          p.ID(),
-		Pid:         st.Pid,
-		ExitStatus:  st.ExitStatus,
-		ExitedAt:    protobuf.ToTimestamp(st.ExitedAt),
-	})
+// exitNotifier publishes a process's exit: before its Wait returns, and for
+// an init process after the compute system is torn down.
+func (s *Service) exitNotifier(containerID string) func(context.Context, process.State) {
+	return func(ctx context.Context, st process.State) {
+		s.publish(ctx, runtime.TaskExitEventTopic, &eventstypes.TaskExit{
+			ContainerID: containerID,
+			ID:          st.ID,
+			Pid:         st.Pid,
+			ExitStatus:  st.ExitStatus,
+			ExitedAt:    protobuf.ToTimestamp(st.ExitedAt),
+		})
+	}
 }
 
 // Delete removes an exited exec, or an exited (or never started) task.
@@ -313,6 +313,7 @@ func (s *Service) Exec(ctx context.Context, r *taskAPI.ExecProcessRequest) (_ *e
 		return nil, fmt.Errorf("exec %s: %w", r.ExecID, err)
 	}
 	p := process.New(r.ExecID, settings, process.Stdio{Stdin: r.Stdin, Stdout: r.Stdout, Stderr: r.Stderr, Terminal: r.Terminal}, nil)
+	p.SetExitNotifier(s.exitNotifier(r.ID))
 	if err := c.addExec(p); err != nil {
 		return nil, err
 	}
