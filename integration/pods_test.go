@@ -108,6 +108,11 @@ func podState(t *testing.T, n *node.Node, id string) string {
 func requireNoPodLeft(t *testing.T, n *node.Node, id string) {
 	t.Helper()
 	ctx := context.Background()
+	// A pod's shim exits just after answering its removal.
+	deadline := time.Now().Add(10 * time.Second)
+	for len(n.Shims()) > 0 && time.Now().Before(deadline) {
+		time.Sleep(100 * time.Millisecond)
+	}
 	if shims := n.Shims(); len(shims) > 0 {
 		t.Errorf("shims still running: %v", shims)
 	}

@@ -35,6 +35,9 @@ import (
 	"github.com/winproc/winproc/winbuild"
 )
 
+// shutdownGrace is how long the shim outlives its ShutdownSandbox reply.
+const shutdownGrace = 500 * time.Millisecond
+
 // defaultStopTimeout is how long StopSandbox waits for the pause process
 // after CTRL_SHUTDOWN when containerd gives no timeout.
 const defaultStopTimeout = 30 * time.Second
@@ -214,13 +217,23 @@ func (s *Service) StopSandbox(ctx context.Context, r *sandboxAPI.StopSandboxRequ
 }
 
 func (s *Service) stop(ctx context.Context, id string, timeout time.Duration) error {
-	if err := s.kill(ctx, id, syscall.SIGTERM); err != nil {
-		return err
-	}
-	waitCtx, cancel := context.WithTimeout(ctx, timeout)
-	defer cancel()
-	if _, err := s.tasks.Wait(waitCtx, &taskAPI.WaitRequest{ID: id}); err == nil {
-		return nil
+	// CTRL_SHUTDOWN again every second: an event sent while the pause
+	// process is still starting, before its handler is in place, is lost
+	// (Wine drops it), and a second one costs a stopping process nothing.
+	deadline := time.Now().Add(timeout)
+	for attempt := 0; time.Now().Before(deadline); attempt++ {
+		if err := s.kill(ctx, id, syscall.SIGTERM); err != nil {
+			if attempt == 0 {
+				return err
+			}
+			log.G(ctx).WithError(err).WithField("sandbox", id).Debug("repeat CTRL_SHUTDOWN")
+		}
+		waitCtx, cancel := context.WithTimeout(ctx, min(time.Second, time.Until(deadline)))
+		_, err := s.tasks.Wait(waitCtx, &taskAPI.WaitRequest{ID: id})
+		cancel()
+		if err == nil {
+			return nil
+		}
 	}
 	log.G(ctx).WithField("sandbox", id).Warnf("pause process did not stop within %v; terminating", timeout)
 	if err := s.kill(ctx, id, syscall.SIGKILL); err != nil {
@@ -318,9 +331,14 @@ func (s *Service) ShutdownSandbox(ctx context.Context, r *sandboxAPI.ShutdownSan
 		s.pod = nil
 		s.mu.Unlock()
 	}
-	if _, err := s.tasks.Shutdown(ctx, &taskAPI.ShutdownRequest{}); err != nil {
-		return nil, errgrpc.ToNative(err)
-	}
+	// pkg/shim ends the process as soon as shutdown starts, without
+	// finishing replies in flight, and containerd fails the pod's removal
+	// on a lost reply. So the shim goes once this reply is on its way.
+	time.AfterFunc(shutdownGrace, func() {
+		if _, err := s.tasks.Shutdown(context.WithoutCancel(ctx), &taskAPI.ShutdownRequest{}); err != nil {
+			log.G(ctx).WithError(err).Warn("shut the shim down")
+		}
+	})
 	return &sandboxAPI.ShutdownSandboxResponse{}, nil
 }
 
