@@ -33,7 +33,7 @@ tools:
 wine:
 	bash build/wine/setup.sh $(WINE_PREFIX)
 
-test: tools wine fmt-check vet windows-check windows unit wine-test fuzz
+test: tools wine fmt-check vet windows-check windows unit wine-test fuzz demo
 
 fmt-check:
 	@bad=$$(gofmt -l $$(git ls-files '*.go')); \

@@ -794,7 +794,12 @@ func (d *demo) teardown(ctx context.Context) error {
 			return err
 		}
 	}
-	if left := processesOf(d.dir, d.address); len(left) > 0 {
+	// The pod's shim exits just after answering its removal.
+	left := processesOf(d.dir, d.address)
+	for deadline := time.Now().Add(10 * time.Second); len(left) > 0 && time.Now().Before(deadline); left = processesOf(d.dir, d.address) {
+		time.Sleep(100 * time.Millisecond)
+	}
+	if len(left) > 0 {
 		return fmt.Errorf("after rmp these processes of the pod still run: %v", left)
 	}
 	d.client.Close()
