@@ -14,6 +14,7 @@ import (
 	"github.com/opencontainers/image-spec/identity"
 	ocispec "github.com/opencontainers/image-spec/specs-go/v1"
 
+	"github.com/winproc/winproc/shim/compute"
 	"github.com/winproc/winproc/shim/options"
 	"github.com/winproc/winproc/winbuild"
 	"github.com/winproc/winproc/winimage"
@@ -284,20 +285,13 @@ func readJSON(ctx context.Context, store blobReader, ns string, desc ocispec.Des
 	return nil
 }
 
-// firstWord returns the program of a Windows command line: up to the first
-// blank, or the quoted first word without its quotes.
+// firstWord returns the program of a Windows command line, as Windows
+// splits it.
 func firstWord(cmdline string) string {
-	s := strings.TrimLeft(cmdline, " \t")
-	if strings.HasPrefix(s, `"`) {
-		if end := strings.IndexByte(s[1:], '"'); end >= 0 {
-			return s[1 : 1+end]
-		}
-		return s[1:]
+	if args := compute.SplitCommandLine(cmdline); len(args) > 0 {
+		return args[0]
 	}
-	if end := strings.IndexAny(s, " \t"); end >= 0 {
-		return s[:end]
-	}
-	return s
+	return ""
 }
 
 // imagePath maps an absolute Windows path on C: (`C:\pause.exe`,

@@ -11,6 +11,8 @@ import (
 
 	"github.com/containerd/errdefs"
 	"github.com/containerd/log"
+
+	"github.com/winproc/winproc/shim/compute"
 )
 
 // filesDir is the directory of a windowsfilter layer holding the layer's
@@ -57,20 +59,13 @@ func checkProgram(ctx context.Context, image string, args []string, escaped bool
 	}
 }
 
-// firstWord returns the program of a Windows command line: up to the first
-// blank, or the quoted first word without its quotes.
+// firstWord returns the program of a Windows command line, as Windows
+// splits it.
 func firstWord(cmdline string) string {
-	s := strings.TrimLeft(cmdline, " \t")
-	if strings.HasPrefix(s, `"`) {
-		if end := strings.IndexByte(s[1:], '"'); end >= 0 {
-			return s[1 : 1+end]
-		}
-		return s[1:]
+	if args := compute.SplitCommandLine(cmdline); len(args) > 0 {
+		return args[0]
 	}
-	if end := strings.IndexAny(s, " \t"); end >= 0 {
-		return s[:end]
-	}
-	return s
+	return ""
 }
 
 // imagePath maps an absolute Windows path on drive C: to its components

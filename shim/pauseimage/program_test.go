@@ -45,14 +45,15 @@ func TestImagePath(t *testing.T) {
 
 func TestFirstWord(t *testing.T) {
 	for in, want := range map[string]string{
-		`C:\pause.exe`:                         `C:\pause.exe`,
-		`C:\pause.exe -v`:                      `C:\pause.exe`,
-		`  cmd /S /C C:\pause.exe`:             `cmd`,
-		`"C:\Program Files\pause.exe" -v`:      `C:\Program Files\pause.exe`,
-		`"C:\Program Files\pause.exe`:          `C:\Program Files\pause.exe`,
-		"C:\\pause.exe\t-v":                    `C:\pause.exe`,
-		`"C:\Program Files\p.exe"`:             `C:\Program Files\p.exe`,
-		`C:\"odd"\p.exe arg`:                   `C:\"odd"\p.exe`,
+		`C:\pause.exe`:                    `C:\pause.exe`,
+		`C:\pause.exe -v`:                 `C:\pause.exe`,
+		`  cmd /S /C C:\pause.exe`:        `cmd`,
+		`"C:\Program Files\pause.exe" -v`: `C:\Program Files\pause.exe`,
+		`"C:\Program Files\pause.exe`:     `C:\Program Files\pause.exe`,
+		"C:\\pause.exe\t-v":               `C:\pause.exe`,
+		`"C:\Program Files\p.exe"`:        `C:\Program Files\p.exe`,
+		// Quotes only group; Windows never keeps them in a program name.
+		`C:\"odd"\p.exe arg`:                   `C:\odd\p.exe`,
 		``:                                     ``,
 		`"C:\Program Files\x\pause.exe" "a b"`: `C:\Program Files\x\pause.exe`,
 	} {
