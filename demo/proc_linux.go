@@ -8,12 +8,13 @@ import (
 	"net"
 	"os"
 	"os/exec"
-	"path/filepath"
 	"sort"
 	"strconv"
 	"strings"
 	"syscall"
 	"time"
+
+	"github.com/winproc/winproc/internal/procscan"
 )
 
 // daemon is a long-running process the demo started (containerd, the
@@ -130,30 +131,13 @@ func mountsBelow(dir string) []string {
 // processesOf lists the live processes that belong to the demo in dir: the
 // shims serving its containerd (their command line names its socket) and
 // the Wine processes of its compute systems (their WINEPREFIX lies in dir).
-// Zombies are skipped: PID 1 of some machines does not reap orphans.
 func processesOf(dir, containerdAddress string) []string {
-	entries, _ := os.ReadDir("/proc")
 	var found []string
-	for _, e := range entries {
-		pid, err := strconv.Atoi(e.Name())
-		if err != nil || pid == os.Getpid() {
-			continue
-		}
-		stat, err := os.ReadFile(filepath.Join("/proc", e.Name(), "stat"))
-		if err != nil {
-			continue
-		}
-		if f := strings.Fields(string(stat[bytes.LastIndexByte(stat, ')')+1:])); len(f) > 0 && f[0] == "Z" {
-			continue
-		}
-		cmdline, _ := os.ReadFile(filepath.Join("/proc", e.Name(), "cmdline"))
-		environ, _ := os.ReadFile(filepath.Join("/proc", e.Name(), "environ"))
+	for _, pid := range procscan.Live(func(_ int, cmdline, environ []byte) bool {
 		shim := bytes.Contains(cmdline, []byte("containerd-shim-winproc-v2")) && bytes.Contains(cmdline, []byte(containerdAddress))
-		wine := bytes.Contains(environ, []byte("WINEPREFIX="+dir+"/"))
-		if shim || wine {
-			comm, _ := os.ReadFile(filepath.Join("/proc", e.Name(), "comm"))
-			found = append(found, e.Name()+" "+strings.TrimSpace(string(comm)))
-		}
+		return shim || bytes.Contains(environ, []byte("WINEPREFIX="+dir+"/"))
+	}) {
+		found = append(found, strconv.Itoa(pid)+" "+procscan.Comm(pid))
 	}
 	return found
 }

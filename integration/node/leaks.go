@@ -7,8 +7,9 @@ import (
 	"os"
 	"path/filepath"
 	"strconv"
-	"strings"
 	"syscall"
+
+	"github.com/winproc/winproc/internal/procscan"
 )
 
 // EmulationRoot is where the shim's emulation backend keeps this node's
@@ -35,17 +36,17 @@ func (n *Node) Leaks(id string) []string {
 			leaks = append(leaks, "directory "+d)
 		}
 	}
-	for _, pid := range processes(func(_ int, cmdline, environ []byte) bool {
+	for _, pid := range procscan.Live(func(_ int, cmdline, environ []byte) bool {
 		return bytes.Contains(environ, []byte("WINEPREFIX="+filepath.Join(sys, "prefix")))
 	}) {
-		leaks = append(leaks, "process "+strconv.Itoa(pid)+" "+comm(pid))
+		leaks = append(leaks, "process "+strconv.Itoa(pid)+" "+procscan.Comm(pid))
 	}
 	return leaks
 }
 
 // Shims lists the live shim processes serving this node.
 func (n *Node) Shims() []int {
-	return processes(func(_ int, cmdline, _ []byte) bool {
+	return procscan.Live(func(_ int, cmdline, _ []byte) bool {
 		return bytes.Contains(cmdline, []byte("containerd-shim-winproc-v2")) && bytes.Contains(cmdline, []byte(n.Address))
 	})
 }
@@ -56,40 +57,9 @@ func (n *Node) killLeftovers() {
 	for _, pid := range n.Shims() {
 		syscall.Kill(pid, syscall.SIGKILL)
 	}
-	for _, pid := range processes(func(_ int, _, environ []byte) bool {
+	for _, pid := range procscan.Live(func(_ int, _, environ []byte) bool {
 		return bytes.Contains(environ, []byte("WINEPREFIX="+n.Dir+"/"))
 	}) {
 		syscall.Kill(pid, syscall.SIGKILL)
 	}
-}
-
-// processes lists live (not zombie) processes matching keep. Zombies are
-// skipped: PID 1 of these machines does not reap orphans.
-func processes(keep func(pid int, cmdline, environ []byte) bool) []int {
-	entries, _ := os.ReadDir("/proc")
-	var pids []int
-	for _, e := range entries {
-		pid, err := strconv.Atoi(e.Name())
-		if err != nil || pid == os.Getpid() {
-			continue
-		}
-		stat, err := os.ReadFile(filepath.Join("/proc", e.Name(), "stat"))
-		if err != nil {
-			continue
-		}
-		if f := strings.Fields(string(stat[bytes.LastIndexByte(stat, ')')+1:])); len(f) > 0 && f[0] == "Z" {
-			continue
-		}
-		cmdline, _ := os.ReadFile(filepath.Join("/proc", e.Name(), "cmdline"))
-		environ, _ := os.ReadFile(filepath.Join("/proc", e.Name(), "environ"))
-		if keep(pid, cmdline, environ) {
-			pids = append(pids, pid)
-		}
-	}
-	return pids
-}
-
-func comm(pid int) string {
-	b, _ := os.ReadFile(filepath.Join("/proc", strconv.Itoa(pid), "comm"))
-	return strings.TrimSpace(string(b))
 }

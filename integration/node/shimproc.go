@@ -23,6 +23,7 @@ import (
 	taskv3 "github.com/containerd/containerd/api/runtime/task/v3"
 	"github.com/containerd/containerd/v2/pkg/namespaces"
 	"github.com/containerd/ttrpc"
+	"github.com/winproc/winproc/internal/procscan"
 )
 
 // TTRPCAddress is containerd's ttrpc socket (shims publish events there):
@@ -330,7 +331,7 @@ func (s *ShimProcess) Alive() []int {
 		}
 	}
 	want := []byte("\x00-namespace\x00" + s.Namespace + "\x00-id\x00" + s.ID + "\x00")
-	return append(pids, processes(func(pid int, cmdline, _ []byte) bool {
+	return append(pids, procscan.Live(func(pid int, cmdline, _ []byte) bool {
 		return pid != s.Pid && bytes.Contains(cmdline, want) && bytes.HasPrefix(cmdline, []byte(s.Binary+"\x00"))
 	})...)
 }

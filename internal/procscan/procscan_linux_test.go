@@ -1,0 +1,30 @@
+package procscan
+
+import (
+	"bytes"
+	"os"
+	"os/exec"
+	"slices"
+	"testing"
+)
+
+func TestLiveFindsAndSkips(t *testing.T) {
+	cmd := exec.Command("sleep", "30")
+	cmd.Env = append(os.Environ(), "PROCSCAN_TEST_MARK=1")
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { cmd.Process.Kill(); cmd.Wait() })
+	marked := func(_ int, _, environ []byte) bool { return bytes.Contains(environ, []byte("PROCSCAN_TEST_MARK=1")) }
+	if got := Live(marked); !slices.Equal(got, []int{cmd.Process.Pid}) {
+		t.Fatalf("Live = %v, want [%d]", got, cmd.Process.Pid)
+	}
+	if c := Comm(cmd.Process.Pid); c != "sleep" {
+		t.Errorf("Comm = %q", c)
+	}
+	cmd.Process.Kill()
+	cmd.Wait()
+	if got := Live(marked); len(got) != 0 {
+		t.Errorf("Live after exit = %v", got)
+	}
+}
