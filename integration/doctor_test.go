@@ -60,33 +60,7 @@ func requireCheck(t *testing.T, r *doctor.Report, name string, status doctor.Sta
 // holds pause.exe (the entrypoint) but no wincat.exe, and returns its
 // archive.
 func noWincatImage(t *testing.T, ref string) string {
-	t.Helper()
-	ctx := context.Background()
-	tree := t.TempDir()
-	exe, err := os.ReadFile(filepath.Join(winBins, "pause.exe"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := os.WriteFile(filepath.Join(tree, "pause.exe"), exe, 0o644); err != nil {
-		t.Fatal(err)
-	}
-	base, err := winimage.SyntheticBaseLayer(ctx, time.Time{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	top, err := winimage.LayerFromTree(ctx, tree)
-	if err != nil {
-		t.Fatal(err)
-	}
-	img, err := winimage.Build(winimage.Config{OSVersion: node.HostBuild + ".1", Entrypoint: []string{winimage.PauseEntrypoint}}, base, top)
-	if err != nil {
-		t.Fatal(err)
-	}
-	archive := filepath.Join(t.TempDir(), "nowincat.tar")
-	if err := winimage.Write(ctx, archive, winimage.FormatOCIArchive, ref, img); err != nil {
-		t.Fatal(err)
-	}
-	return archive
+	return imageArchive(t, ref, node.HostBuild+".1", winimage.PauseEntrypoint, map[string][]byte{"pause.exe": winBin(t, "pause.exe")})
 }
 
 // The doctor passes on the emulated node once its pause image is imported,

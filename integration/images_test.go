@@ -9,6 +9,7 @@ import (
 	"regexp"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/winproc/winproc/integration/node"
 	"github.com/winproc/winproc/winimage"
@@ -32,6 +33,47 @@ func pauseImage(t *testing.T, ref, osVersion string) string {
 		t.Fatal(err)
 	}
 	return out
+}
+
+// imageArchive builds image ref for osVersion with the project's tooling:
+// the synthetic base layer and one layer holding files (path below C:\ →
+// content), running entrypoint. It returns the archive's path.
+func imageArchive(t testing.TB, ref, osVersion, entrypoint string, files map[string][]byte) string {
+	t.Helper()
+	ctx := context.Background()
+	tree := t.TempDir()
+	for name, content := range files {
+		if err := os.WriteFile(filepath.Join(tree, name), content, 0o755); err != nil {
+			t.Fatal(err)
+		}
+	}
+	base, err := winimage.SyntheticBaseLayer(ctx, time.Time{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	top, err := winimage.LayerFromTree(ctx, tree)
+	if err != nil {
+		t.Fatal(err)
+	}
+	img, err := winimage.Build(winimage.Config{OSVersion: osVersion, Entrypoint: []string{entrypoint}}, base, top)
+	if err != nil {
+		t.Fatal(err)
+	}
+	archive := filepath.Join(t.TempDir(), "image.tar")
+	if err := winimage.Write(ctx, archive, winimage.FormatOCIArchive, ref, img); err != nil {
+		t.Fatal(err)
+	}
+	return archive
+}
+
+// winBin reads one of the Windows programs built for this run.
+func winBin(t testing.TB, name string) []byte {
+	t.Helper()
+	b, err := os.ReadFile(filepath.Join(winBins, name))
+	if err != nil {
+		t.Fatal(err)
+	}
+	return b
 }
 
 // snapshotDirs lists the snapshot directories of the node's snapshotter.

@@ -5,12 +5,10 @@ package integration
 import (
 	"context"
 	"errors"
-	"os"
 	"path/filepath"
 	"slices"
 	"strings"
 	"testing"
-	"time"
 
 	leasesapi "github.com/containerd/containerd/api/services/leases/v1"
 	"github.com/containerd/containerd/v2/core/leases"
@@ -264,27 +262,5 @@ func TestPauseImageRefuses(t *testing.T) {
 // noPauseImage builds an image whose entrypoint is C:\pause.exe but whose
 // layers lack it, and returns its archive.
 func noPauseImage(t *testing.T, ref string) string {
-	t.Helper()
-	ctx := context.Background()
-	tree := t.TempDir()
-	if err := os.WriteFile(filepath.Join(tree, "readme.txt"), []byte("no pause here\r\n"), 0o644); err != nil {
-		t.Fatal(err)
-	}
-	base, err := winimage.SyntheticBaseLayer(ctx, time.Time{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	top, err := winimage.LayerFromTree(ctx, tree)
-	if err != nil {
-		t.Fatal(err)
-	}
-	img, err := winimage.Build(winimage.Config{OSVersion: node.HostBuild + ".1", Entrypoint: []string{winimage.PauseEntrypoint}}, base, top)
-	if err != nil {
-		t.Fatal(err)
-	}
-	archive := filepath.Join(t.TempDir(), "nopause.tar")
-	if err := winimage.Write(ctx, archive, winimage.FormatOCIArchive, ref, img); err != nil {
-		t.Fatal(err)
-	}
-	return archive
+	return imageArchive(t, ref, node.HostBuild+".1", winimage.PauseEntrypoint, map[string][]byte{"readme.txt": []byte("no pause here\r\n")})
 }

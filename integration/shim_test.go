@@ -27,7 +27,6 @@ import (
 
 	"github.com/winproc/winproc/integration/node"
 	"github.com/winproc/winproc/runtimeclass/containerdconfig"
-	"github.com/winproc/winproc/winimage"
 )
 
 const testAppImage = "example.com/winproc/testapp:test"
@@ -45,32 +44,8 @@ func importTestApp(t testing.TB, n *node.Node) {
 // importTestAppAs imports the test app as image ref built for osVersion.
 func importTestAppAs(t testing.TB, n *node.Node, ref, osVersion string) {
 	t.Helper()
-	ctx := context.Background()
-	tree := t.TempDir()
-	exe, err := os.ReadFile(filepath.Join(winBins, "winproc-testapp.exe"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := os.WriteFile(filepath.Join(tree, "winproc-testapp.exe"), exe, 0o755); err != nil {
-		t.Fatal(err)
-	}
-	base, err := winimage.SyntheticBaseLayer(ctx, time.Time{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	app, err := winimage.LayerFromTree(ctx, tree)
-	if err != nil {
-		t.Fatal(err)
-	}
-	img, err := winimage.Build(winimage.Config{OSVersion: osVersion, Entrypoint: []string{testApp}}, base, app)
-	if err != nil {
-		t.Fatal(err)
-	}
-	archive := filepath.Join(t.TempDir(), "testapp.tar")
-	if err := winimage.Write(ctx, archive, winimage.FormatOCIArchive, ref, img); err != nil {
-		t.Fatal(err)
-	}
-	if _, err := n.Ctr(ctx, "images", "import", "--platform", "windows/amd64", "--snapshotter", "windowsfilter", archive); err != nil {
+	archive := imageArchive(t, ref, osVersion, testApp, map[string][]byte{"winproc-testapp.exe": winBin(t, "winproc-testapp.exe")})
+	if _, err := n.Ctr(context.Background(), "images", "import", "--platform", "windows/amd64", "--snapshotter", "windowsfilter", archive); err != nil {
 		t.Fatal(err)
 	}
 }
