@@ -22,8 +22,28 @@ func (s *fakeSystem) CreateProcess(_ context.Context, ps *compute.ProcessSetting
 	}
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	p := &fakeProc{pid: 100 + len(s.procs), settings: ps, exited: make(chan struct{})}
+	p := &fakeProc{pid: 100 + len(s.procs), settings: ps, exited: make(chan struct{}), stdinEOF: make(chan struct{})}
 	s.procs = append(s.procs, p)
+	if ps.Stdin != nil {
+		// As a backend must: copy Stdin into the process until EOF; what
+		// arrives after the process's stdin was closed is lost, as with a
+		// real pipe.
+		go func() {
+			defer close(p.stdinEOF)
+			buf := make([]byte, 4096)
+			for {
+				n, err := ps.Stdin.Read(buf)
+				p.mu.Lock()
+				if !p.stdinShut {
+					p.stdin = append(p.stdin, buf[:n]...)
+				}
+				p.mu.Unlock()
+				if err != nil {
+					return
+				}
+			}
+		}()
+	}
 	return p, nil
 }
 
@@ -39,6 +59,8 @@ type fakeProc struct {
 	killed    bool
 	closed    bool
 	stdinShut bool
+	stdin     []byte        // what the process read from stdin
+	stdinEOF  chan struct{} // closed when stdin reached EOF
 	code      int
 	exited    chan struct{}
 	once      sync.Once

@@ -30,6 +30,17 @@ type Stdio struct {
 	Terminal              bool
 }
 
+// connected is the streams the shim connects: a console has a single
+// output stream, so with Terminal a stderr path is ignored (containerd's
+// Linux cio names a stderr fifo for terminals too; runc's shim ignores it
+// as well).
+func (s Stdio) connected() Stdio {
+	if s.Terminal {
+		s.Stderr = ""
+	}
+	return s
+}
+
 // State is a snapshot of a process for containerd's State call.
 type State struct {
 	ID         string
@@ -65,7 +76,9 @@ type Process struct {
 	exit     uint32
 	exitedAt time.Time
 	streams  *streams
-	done     chan struct{} // closed when the exit is final
+	// stdinDone records a CloseIO: the client has written all its input.
+	stdinDone bool
+	done      chan struct{} // closed when the exit is final
 }
 
 // New returns a created process. id is the exec ID, or the container ID for
@@ -108,9 +121,13 @@ func (p *Process) Start(ctx context.Context, sys compute.System) error {
 	if p.status != task.Status_CREATED {
 		return fmt.Errorf("process %s is %s, only a created process can start: %w", p.id, statusName(p.status), errdefs.ErrFailedPrecondition)
 	}
-	s, err := openStreams(ctx, p.stdio)
+	s, err := openStreams(ctx, p.stdio.connected())
 	if err != nil {
 		return fmt.Errorf("connect stdio of process %s: %w", p.id, err)
+	}
+	if p.stdinDone {
+		// CloseIO came before the start: the client is done already.
+		s.closeStdinWriter()
 	}
 	settings := *p.settings
 	settings.Stdin, settings.Stdout, settings.Stderr = s.stdin, s.stdout, s.stderr
@@ -248,13 +265,25 @@ func (p *Process) ResizeConsole(ctx context.Context, width, height uint32) error
 	return proc.ResizeConsole(ctx, uint16(width), uint16(height))
 }
 
-// CloseStdin closes the process's standard input.
+// CloseStdin is CloseIO: the client has written all its input. The
+// process still reads every byte written before it, then EOF: the shim's
+// own end of a stdin fifo closes, so the backend's copy reaches EOF once
+// the buffered bytes are read, and the backend then closes the process's
+// stdin (the compute seam's contract). Closing the process's stdin here
+// instead would drop what the copy has not read yet. Before Start the
+// close is remembered; after the exit there is nothing to close.
 func (p *Process) CloseStdin(ctx context.Context) error {
-	proc, err := p.running()
-	if err != nil {
-		return err
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	switch p.status {
+	case task.Status_CREATED:
+		p.stdinDone = true
+		return nil
+	case task.Status_RUNNING:
+		p.streams.closeStdinWriter()
+		return nil
 	}
-	return proc.CloseStdin(ctx)
+	return fmt.Errorf("process %s is %s, not running: %w", p.id, statusName(p.status), errdefs.ErrFailedPrecondition)
 }
 
 func (p *Process) running() (compute.Process, error) {

@@ -9,6 +9,8 @@ import (
 	"time"
 
 	"github.com/containerd/fifo"
+
+	"github.com/winproc/winproc/shim/compute"
 )
 
 // Output written while containerd is away (no reader on the fifo) waits in
@@ -49,4 +51,163 @@ func TestStdoutSurvivesReaderRestart(t *testing.T) {
 		time.Sleep(20 * time.Millisecond)
 	}
 	t.Fatal("output written while containerd was away never arrived")
+}
+
+// CloseIO means the client has written all its input: the process reads
+// every byte written before it, then EOF, whether CloseIO comes before the
+// process starts, while the client's end is still open, or after the client
+// closed it; with or without a terminal.
+func TestStdinEveryByteThenEOF(t *testing.T) {
+	payload := make([]byte, 200_000)
+	for i := range payload {
+		payload[i] = byte(i*7 + i/251)
+	}
+	for _, tt := range []struct {
+		name string
+		// closeIO runs CloseIO around the client's writes: before Start,
+		// after the last write with the client's end still open, or once
+		// the client closed its end.
+		when string
+	}{
+		{"BeforeStart", "before-start"},
+		{"WhileClientOpen", "client-open"},
+		{"AfterClientClosed", "client-closed"},
+	} {
+		for _, terminal := range []bool{false, true} {
+			name := tt.name
+			if terminal {
+				name += "/Terminal"
+			}
+			t.Run(name, func(t *testing.T) {
+				ctx := context.Background()
+				path := filepath.Join(t.TempDir(), "stdin")
+				// containerd's client end, as containerd's cio opens it.
+				client, err := fifo.OpenFifo(ctx, path, syscall.O_WRONLY|syscall.O_CREAT|syscall.O_NONBLOCK, 0o600)
+				if err != nil {
+					t.Fatal(err)
+				}
+				t.Cleanup(func() { client.Close() })
+				written := make(chan error, 1)
+				go func() {
+					_, err := client.Write(payload)
+					written <- err
+				}()
+
+				sys := &fakeSystem{}
+				p := New("p1", &compute.ProcessSettings{CommandLine: `C:\app.exe`, Terminal: terminal}, Stdio{Stdin: path, Terminal: terminal}, nil)
+				if tt.when == "before-start" {
+					if err := p.CloseStdin(ctx); err != nil {
+						t.Fatalf("CloseIO before start: %v", err)
+					}
+				}
+				if err := p.Start(ctx, sys); err != nil {
+					t.Fatal(err)
+				}
+				t.Cleanup(func() { sys.procs[0].exit(0); waitExit(t, p) })
+				if err := <-written; err != nil {
+					t.Fatalf("client write: %v", err)
+				}
+				switch tt.when {
+				case "client-open":
+					if err := p.CloseStdin(ctx); err != nil {
+						t.Fatal(err)
+					}
+					client.Close()
+				case "client-closed", "before-start":
+					client.Close()
+					if err := p.CloseStdin(ctx); err != nil && tt.when != "before-start" {
+						t.Fatal(err)
+					}
+				}
+				fp := sys.procs[0]
+				select {
+				case <-fp.stdinEOF:
+				case <-time.After(10 * time.Second):
+					t.Fatal("stdin never reached EOF after CloseIO")
+				}
+				fp.mu.Lock()
+				got := fp.stdin
+				fp.mu.Unlock()
+				if len(got) != len(payload) || string(got) != string(payload) {
+					t.Fatalf("process read %d bytes, want the %d written before CloseIO", len(got), len(payload))
+				}
+			})
+		}
+	}
+}
+
+// Until CloseIO, stdin does not end, even when the client closes its end
+// (containerd restarting, or an attach that ends): another client may
+// still write.
+func TestStdinOpenUntilCloseIO(t *testing.T) {
+	ctx := context.Background()
+	path := filepath.Join(t.TempDir(), "stdin")
+	client, err := fifo.OpenFifo(ctx, path, syscall.O_WRONLY|syscall.O_CREAT|syscall.O_NONBLOCK, 0o600)
+	if err != nil {
+		t.Fatal(err)
+	}
+	sys := &fakeSystem{}
+	p := New("p1", &compute.ProcessSettings{CommandLine: `C:\app.exe`}, Stdio{Stdin: path}, nil)
+	if err := p.Start(ctx, sys); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { sys.procs[0].exit(0); waitExit(t, p) })
+	if _, err := client.Write([]byte("first ")); err != nil {
+		t.Fatal(err)
+	}
+	client.Close()
+	fp := sys.procs[0]
+	select {
+	case <-fp.stdinEOF:
+		t.Fatal("stdin ended when a client closed its end, before CloseIO")
+	case <-time.After(200 * time.Millisecond):
+	}
+	again, err := fifo.OpenFifo(ctx, path, syscall.O_WRONLY|syscall.O_NONBLOCK, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := again.Write([]byte("second")); err != nil {
+		t.Fatal(err)
+	}
+	again.Close()
+	if err := p.CloseStdin(ctx); err != nil {
+		t.Fatal(err)
+	}
+	select {
+	case <-fp.stdinEOF:
+	case <-time.After(10 * time.Second):
+		t.Fatal("no EOF after CloseIO")
+	}
+	fp.mu.Lock()
+	defer fp.mu.Unlock()
+	if got := string(fp.stdin); got != "first second" {
+		t.Fatalf("process read %q", got)
+	}
+}
+
+// A terminal process's stderr path (containerd's Linux cio names one for
+// terminals too) is ignored: a console has one output stream.
+func TestTerminalIgnoresStderr(t *testing.T) {
+	ctx := context.Background()
+	dir := t.TempDir()
+	stdout, stderr := filepath.Join(dir, "stdout"), filepath.Join(dir, "stderr")
+	for _, path := range []string{stdout, stderr} {
+		r, err := fifo.OpenFifo(ctx, path, syscall.O_RDONLY|syscall.O_CREAT|syscall.O_NONBLOCK, 0o600)
+		if err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(func() { r.Close() })
+	}
+	sys := &fakeSystem{}
+	p := New("p1", &compute.ProcessSettings{CommandLine: `C:\app.exe`, Terminal: true}, Stdio{Stdout: stdout, Stderr: stderr, Terminal: true}, nil)
+	if err := p.Start(ctx, sys); err != nil {
+		t.Fatalf("a terminal process with a stderr path: %v", err)
+	}
+	t.Cleanup(func() { sys.procs[0].exit(0); waitExit(t, p) })
+	if ps := sys.procs[0].settings; ps.Stdout == nil || ps.Stderr != nil {
+		t.Errorf("terminal process streams: stdout %v, stderr %v; want stdout only", ps.Stdout, ps.Stderr)
+	}
+	if st := p.State(); st.Stdio.Stderr != stderr {
+		t.Errorf("state reports stderr %q, want the path containerd gave", st.Stdio.Stderr)
+	}
 }

@@ -9,7 +9,6 @@ import (
 	"os"
 	"syscall"
 
-	"github.com/containerd/errdefs"
 	"github.com/containerd/fifo"
 )
 
@@ -31,6 +30,13 @@ func openStreams(ctx context.Context, stdio Stdio) (_ *streams, retErr error) {
 			return nil, fmt.Errorf("open stdin %s: %w", stdio.Stdin, err)
 		}
 		s.stdin = f
+		// As containerd's runc shim does: the shim's own writer keeps
+		// stdin from ending before CloseIO says the client is done.
+		w, err := fifo.OpenFifo(context.WithoutCancel(ctx), stdio.Stdin, syscall.O_WRONLY|syscall.O_NONBLOCK, 0)
+		if err != nil {
+			return nil, fmt.Errorf("open stdin %s for writing: %w", stdio.Stdin, err)
+		}
+		s.stdinWriter = w
 	}
 	for _, out := range []struct {
 		path string
@@ -65,9 +71,6 @@ func openStreams(ctx context.Context, stdio Stdio) (_ *streams, retErr error) {
 			return nil, fmt.Errorf("open %s for reading: %w", out.path, err)
 		}
 		s.keepAlive = append(s.keepAlive, r)
-	}
-	if stdio.Terminal && stdio.Stderr != "" {
-		return nil, fmt.Errorf("a process with a console has one output stream; stderr %s must be empty: %w", stdio.Stderr, errdefs.ErrInvalidArgument)
 	}
 	return s, nil
 }

@@ -10,7 +10,6 @@ import (
 	"time"
 
 	"github.com/Microsoft/go-winio"
-	"github.com/containerd/errdefs"
 	"golang.org/x/sys/windows"
 )
 
@@ -58,9 +57,6 @@ func openStreams(ctx context.Context, stdio Stdio) (_ *streams, retErr error) {
 			return nil, fmt.Errorf("connect %s: %w", path, err)
 		}
 		*out.dst = w
-	}
-	if stdio.Terminal && stdio.Stderr != "" {
-		return nil, fmt.Errorf("a process with a console has one output stream; stderr %s must be empty: %w", stdio.Stderr, errdefs.ErrInvalidArgument)
 	}
 	return s, nil
 }
