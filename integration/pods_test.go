@@ -12,6 +12,7 @@ import (
 	"path/filepath"
 	"strings"
 	"sync"
+	"syscall"
 	"testing"
 	"time"
 
@@ -21,6 +22,7 @@ import (
 	containerd "github.com/containerd/containerd/v2/client"
 	"github.com/containerd/containerd/v2/pkg/cio"
 	"github.com/containerd/containerd/v2/pkg/namespaces"
+	"github.com/containerd/errdefs"
 	"github.com/containerd/ttrpc"
 	"github.com/containerd/typeurl/v2"
 	specs "github.com/opencontainers/runtime-spec/specs-go"
@@ -334,6 +336,72 @@ func TestPodContainerAndPortForward(t *testing.T) {
 		t.Errorf("pod metrics show no usage: %v", w)
 	}
 	t.Logf("pod usage: cpu %v, private working set %d bytes", time.Duration(w.GetProcessor().GetTotalRuntimeNS()), w.GetMemory().GetMemoryUsagePrivateWorkingSetBytes())
+}
+
+// A pod's shim killed while the pod and a container run: containerd runs
+// the shim's `delete` for the sandbox and the container, the pod stops and
+// is removed through crictl, and nothing of it is left: no shim, compute
+// system (mount, process, directory), bundle, pause snapshot or lease.
+func TestPodShimKilled(t *testing.T) {
+	n := node.Start(t, bins)
+	importPauseImage(t, n, node.HostBuild+".1", false)
+	importTestApp(t, n)
+	client := newClient(t, n)
+	pod := runPod(t, n, "crashed")
+	c := newContainer(t, n, client, testAppImage, "crashed-c", podMember{pod: pod, kind: "container", shimSandbox: true}, []string{testApp, "sleep", "-seconds", "0"})
+	out := &output{}
+	task, err := c.NewTask(context.Background(), cio.NewCreator(cio.WithStreams(nil, out, out), cio.WithFIFODir(t.TempDir())))
+	if err != nil {
+		t.Fatal(err)
+	}
+	done, err := task.Wait(context.Background())
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := task.Start(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	out.waitFor(t, "ready")
+	shims := n.Shims()
+	if len(shims) != 1 {
+		t.Fatalf("shims %v, want the pod's one", shims)
+	}
+	if err := syscall.Kill(shims[0], syscall.SIGKILL); err != nil {
+		t.Fatalf("kill the pod's shim: %v", err)
+	}
+	if st := waitStatus(t, done); st.ExitCode() != 255 {
+		t.Errorf("container exit after its shim was killed: %d, want 255", st.ExitCode())
+	}
+	ctx := context.Background()
+	// While containerd runs the dead shim's `delete`, the pod's status
+	// fails (its controller still holds the closed connection); a kubelet
+	// retries, and so does this test.
+	deadline := time.Now().Add(time.Minute)
+	for {
+		out, err := n.Crictl(ctx, "inspectp", "-o", "json", pod)
+		if err == nil && strings.Contains(out, "SANDBOX_NOTREADY") {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("the pod never became not ready after its shim died: %v\n%s", err, out)
+		}
+		time.Sleep(200 * time.Millisecond)
+	}
+	// containerd deletes the task of a dead shim itself.
+	if _, err := task.Delete(ctx); err != nil && !errdefs.IsNotFound(err) {
+		t.Fatalf("delete the container's task: %v", err)
+	}
+	if err := c.Delete(ctx, containerd.WithSnapshotCleanup); err != nil {
+		t.Fatalf("delete the container: %v", err)
+	}
+	if _, err := n.Crictl(ctx, "stopp", pod); err != nil {
+		t.Fatalf("stopp after the shim died: %v", err)
+	}
+	if _, err := n.Crictl(ctx, "rmp", pod); err != nil {
+		t.Fatalf("rmp after the shim died: %v", err)
+	}
+	requireNoLeaksWithin(t, n, "crashed-c", time.Minute)
+	requireNoPodLeft(t, n, pod)
 }
 
 // podsandbox mode (containerd's default sandboxer, and containerd 1.7's

@@ -331,9 +331,13 @@ func TestShimKilled(t *testing.T) {
 	n := node.Start(t, bins)
 	importTestApp(t, n)
 	_, done, shim := startSleeper(t, n, newClient(t, n), "orphan")
-	syscall.Kill(shim, syscall.SIGKILL)
-	st := waitStatus(t, done)
-	t.Logf("after the shim was killed containerd reported exit %d", st.ExitCode())
+	if err := syscall.Kill(shim, syscall.SIGKILL); err != nil {
+		t.Fatalf("kill the shim: %v", err)
+	}
+	// containerd reports what the shim's `delete` answers: 255, as runhcs.
+	if st := waitStatus(t, done); st.ExitCode() != 255 {
+		t.Errorf("after the shim was killed containerd reported exit %d, want 255", st.ExitCode())
+	}
 	// containerd cleans up after a dead shim on its own, running our
 	// `delete`, while it reports the exit.
 	requireNoLeaksWithin(t, n, "orphan", time.Minute)

@@ -5,6 +5,7 @@ package main
 
 import (
 	"context"
+	"flag"
 	"fmt"
 	"os"
 
@@ -30,7 +31,7 @@ import (
 )
 
 func main() {
-	m := manager.New(containerdconfig.RuntimeType, openBackend)
+	m := manager.New(containerdconfig.RuntimeType, openBackend, releasePauseRootfs)
 	// containerd before 2.3 starts shims by a protocol pkg/shim refuses.
 	if handled, err := startLegacy(context.Background(), m); handled {
 		if err != nil {
@@ -93,13 +94,9 @@ func newServices(ic *plugin.InitContext) (any, error) {
 
 	// The image check reads containerd's records; the connection is made
 	// on first use and closed with the shim.
-	address := ic.Properties[plugins.PropertyGRPCAddress]
-	conn, err := grpc.NewClient(dialer.DialAddress(address),
-		grpc.WithTransportCredentials(insecure.NewCredentials()),
-		grpc.WithContextDialer(dialer.ContextDialer),
-	)
+	conn, err := dialContainerd(ic.Properties[plugins.PropertyGRPCAddress])
 	if err != nil {
-		return nil, fmt.Errorf("set up connection to containerd at %s: %w", address, err)
+		return nil, err
 	}
 	sd.(shutdown.Service).RegisterCallback(func(context.Context) error { return conn.Close() })
 	stores := imagecheck.Stores{Records: imagecheck.Remote(conn), Content: contentproxy.NewContentStore(conn)}
@@ -116,4 +113,34 @@ func newServices(ic *plugin.InitContext) (any, error) {
 		return pauseimage.Prepare(ctx, conn, containerdconfig.Snapshotter, image, id, host)
 	}
 	return services{tasks: tasks, sandbox: sandbox.New(tasks, prepare, opts.PauseImage, host)}, nil
+}
+
+// dialContainerd sets up a connection to containerd's gRPC API at address;
+// it connects on first use.
+func dialContainerd(address string) (*grpc.ClientConn, error) {
+	conn, err := grpc.NewClient(dialer.DialAddress(address),
+		grpc.WithTransportCredentials(insecure.NewCredentials()),
+		grpc.WithContextDialer(dialer.ContextDialer),
+	)
+	if err != nil {
+		return nil, fmt.Errorf("set up connection to containerd at %s: %w", address, err)
+	}
+	return conn, nil
+}
+
+// releasePauseRootfs is what `delete` releases in containerd after a dead
+// shim: when id is a sandbox the shim owned, its pause rootfs (snapshot and
+// lease), which nothing else would ever remove. containerd passes its
+// address to `delete` as the -address flag, which pkg/shim has parsed.
+func releasePauseRootfs(ctx context.Context, id string) error {
+	f := flag.Lookup("address")
+	if f == nil || f.Value.String() == "" {
+		return fmt.Errorf("no containerd address (-address) to release the pause rootfs of %s", id)
+	}
+	conn, err := dialContainerd(f.Value.String())
+	if err != nil {
+		return err
+	}
+	defer conn.Close()
+	return pauseimage.Release(ctx, conn, containerdconfig.Snapshotter, id)
 }

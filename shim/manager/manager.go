@@ -40,13 +40,17 @@ type Manager struct {
 	name string
 	// open returns the compute backend, for cleaning up after a dead shim.
 	open func(ctx context.Context) (compute.Backend, error)
+	// release frees what a dead shim held in containerd for task id (a
+	// sandbox's pause rootfs: its snapshot and lease); nothing held is no
+	// error.
+	release func(ctx context.Context, id string) error
 }
 
 var _ shim.Shim = (*Manager)(nil)
 
 // New returns the manager of runtime name.
-func New(name string, open func(ctx context.Context) (compute.Backend, error)) *Manager {
-	return &Manager{name: name, open: open}
+func New(name string, open func(ctx context.Context) (compute.Backend, error), release func(ctx context.Context, id string) error) *Manager {
+	return &Manager{name: name, open: open, release: release}
 }
 
 // Name is the runtime type, e.g. io.containerd.winproc.v2.
@@ -62,21 +66,33 @@ func (m *Manager) Info(context.Context, io.Reader) (*apitypes.RuntimeInfo, error
 
 // Stop is `delete`: containerd runs it in the bundle of a task whose shim is
 // gone, to release what the shim held. It ends the task's compute system if
-// one is left and reports the task as killed (exit status 255, as runhcs).
+// one is left, releases what the shim held in containerd for it, and
+// reports the task as killed (exit status 255, as runhcs).
 func (m *Manager) Stop(ctx context.Context, id string) (shim.StopStatus, error) {
 	ctx, cancel := context.WithTimeout(ctx, deleteTimeout)
 	defer cancel()
 	status := shim.StopStatus{ExitStatus: 255, ExitedAt: time.Now()}
+	errs := []error{m.stopSystem(ctx, id)}
+	// After the system: its scratch is the snapshot being released.
+	if err := m.release(ctx, id); err != nil {
+		errs = append(errs, fmt.Errorf("release what the shim of task %s held in containerd: %w", id, err))
+	}
+	return status, errors.Join(errs...)
+}
+
+// stopSystem terminates and releases a dead shim's compute system, if one
+// is left.
+func (m *Manager) stopSystem(ctx context.Context, id string) error {
 	backend, err := m.open(ctx)
 	if err != nil {
-		return status, fmt.Errorf("open compute backend to clean up task %s: %w", id, err)
+		return fmt.Errorf("open compute backend to clean up task %s: %w", id, err)
 	}
 	sys, err := backend.Open(ctx, id)
 	if errdefs.IsNotFound(err) {
-		return status, nil
+		return nil
 	}
 	if err != nil {
-		return status, fmt.Errorf("open compute system of task %s: %w", id, err)
+		return fmt.Errorf("open compute system of task %s: %w", id, err)
 	}
 	var errs []error
 	if err := sys.Terminate(ctx); err != nil && !errdefs.IsNotFound(err) {
@@ -93,7 +109,7 @@ func (m *Manager) Stop(ctx context.Context, id string) (shim.StopStatus, error) 
 	if len(errs) == 0 {
 		log.G(ctx).WithField("task", id).Info("cleaned up the compute system of a dead shim")
 	}
-	return status, errors.Join(errs...)
+	return errors.Join(errs...)
 }
 
 // runtimeOptions returns the handler's options (the TOML body containerd
