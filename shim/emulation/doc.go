@@ -72,9 +72,12 @@
 // Stdio are pipes the backend copies; a process's Wait closes once it has
 // exited and its output pipes reached EOF, or 2 s after its exit when a
 // grandchild still holds them. Terminal processes get a pseudo terminal
-// (Wine runs its conhost.exe on it, which draws with VT escape sequences);
-// ResizeConsole resizes it; CloseStdin of a terminal only stops forwarding
-// input (a console has no end of input).
+// in raw mode (Wine runs its conhost.exe on it, which draws with VT escape
+// sequences; the kernel must not cook, echo or flush what is typed);
+// ResizeConsole resizes it. A console has no end of input of its own: at
+// the end of Stdin, and at CloseStdin, a terminal process is sent Ctrl-Z
+// and Enter, which a program reading its console line by line takes as EOF,
+// and forwarding stops.
 //
 // Signals: CtrlC and CtrlBreak are SIGINT, which Wine delivers to the
 // program's console control handlers as CTRL_C_EVENT; CtrlShutdown is SIGINT

@@ -268,7 +268,7 @@ func (p *process) copy(w io.Writer, r *os.File) {
 }
 
 func (p *process) copyStdin(src io.Reader) {
-	defer p.closeStdin()
+	defer p.endStdin()
 	buf := make([]byte, 32*1024)
 	for {
 		n, err := src.Read(buf)
@@ -294,16 +294,36 @@ func (p *process) copyStdin(src io.Reader) {
 	}
 }
 
-// closeStdin closes the process's stdin: the pipe's write end, so the
-// process reads EOF; for Terminal only the forwarding stops (a console has
-// no end of input to give).
-func (p *process) closeStdin() {
+// consoleEOF is how a Windows console user ends input: Ctrl-Z, then
+// Enter. A program reading its console in line mode takes it as EOF.
+const consoleEOF = "\x1a\r"
+
+// endStdin ends the process's input: for a pipe, closeStdin; a console
+// has no end of input of its own, so a Terminal process is sent what a
+// console user types to end it, once, and then the forwarding stops.
+func (p *process) endStdin() {
 	p.stdinOnce.Do(func() {
-		close(p.stdinClosed)
-		if p.stdin != nil {
-			p.stdin.Close()
+		if p.terminal {
+			// A process that is gone has closed the pty under us: the
+			// failed write is harmless.
+			p.pty.Write([]byte(consoleEOF))
 		}
+		p.shutStdin()
 	})
+}
+
+// closeStdin closes the process's stdin without ending a console's input:
+// the pipe's write end, so the process reads EOF; for Terminal only the
+// forwarding stops.
+func (p *process) closeStdin() {
+	p.stdinOnce.Do(p.shutStdin)
+}
+
+func (p *process) shutStdin() {
+	close(p.stdinClosed)
+	if p.stdin != nil {
+		p.stdin.Close()
+	}
 }
 
 // closeFiles closes the backend's ends of the streams, which ends the
@@ -452,7 +472,7 @@ func (p *process) CloseStdin(ctx context.Context) error {
 	if p.exited() {
 		return p.gone()
 	}
-	p.closeStdin()
+	p.endStdin()
 	return nil
 }
 

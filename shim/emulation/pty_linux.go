@@ -42,7 +42,41 @@ func openPty() (master, slave *os.File, err error) {
 		master.Close()
 		return nil, nil, fmt.Errorf("open pty slave: %w", err)
 	}
+	if err := makeRaw(slave); err != nil {
+		master.Close()
+		slave.Close()
+		return nil, nil, fmt.Errorf("pty slave: %w", err)
+	}
 	return master, slave, nil
+}
+
+// makeRaw puts the terminal in raw mode before the process starts, as
+// Wine's console puts it anyway: the kernel's line discipline must neither
+// echo, translate nor act on the bytes typed in (Ctrl-Z would stop the
+// process, Enter would arrive as a line feed), and input that arrives
+// before Wine's console is up must wait, not be cooked.
+func makeRaw(tty *os.File) error {
+	rc, err := tty.SyscallConn()
+	if err != nil {
+		return err
+	}
+	var ierr error
+	if err := rc.Control(func(fd uintptr) {
+		var t *unix.Termios
+		if t, ierr = unix.IoctlGetTermios(int(fd), unix.TCGETS); ierr != nil {
+			return
+		}
+		t.Iflag &^= unix.IGNBRK | unix.BRKINT | unix.PARMRK | unix.ISTRIP | unix.INLCR | unix.IGNCR | unix.ICRNL | unix.IXON
+		t.Oflag &^= unix.OPOST
+		t.Lflag &^= unix.ECHO | unix.ECHONL | unix.ICANON | unix.ISIG | unix.IEXTEN
+		t.Cflag &^= unix.CSIZE | unix.PARENB
+		t.Cflag |= unix.CS8
+		t.Cc[unix.VMIN], t.Cc[unix.VTIME] = 1, 0
+		ierr = unix.IoctlSetTermios(int(fd), unix.TCSETS, t)
+	}); err != nil {
+		return err
+	}
+	return ierr
 }
 
 // resizePty sets the window size of the terminal of master.
