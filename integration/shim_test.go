@@ -186,7 +186,7 @@ func get(t *testing.T, url string) string {
 	return string(b)
 }
 
-func waitStatus(t *testing.T, ch <-chan containerd.ExitStatus) containerd.ExitStatus {
+func waitStatus(t testing.TB, ch <-chan containerd.ExitStatus) containerd.ExitStatus {
 	t.Helper()
 	select {
 	case st := <-ch:

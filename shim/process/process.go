@@ -271,19 +271,19 @@ func (p *Process) ResizeConsole(ctx context.Context, width, height uint32) error
 // the buffered bytes are read, and the backend then closes the process's
 // stdin (the compute seam's contract). Closing the process's stdin here
 // instead would drop what the copy has not read yet. Before Start the
-// close is remembered; after the exit there is nothing to close.
+// close is remembered; after the exit there is nothing left to close, which
+// is no error (a client's CloseIO races the exit of a process that did not
+// read its input; runc's shim and runhcs accept it too).
 func (p *Process) CloseStdin(ctx context.Context) error {
 	p.mu.Lock()
 	defer p.mu.Unlock()
 	switch p.status {
 	case task.Status_CREATED:
 		p.stdinDone = true
-		return nil
 	case task.Status_RUNNING:
 		p.streams.closeStdinWriter()
-		return nil
 	}
-	return fmt.Errorf("process %s is %s, not running: %w", p.id, statusName(p.status), errdefs.ErrFailedPrecondition)
+	return nil
 }
 
 func (p *Process) running() (compute.Process, error) {

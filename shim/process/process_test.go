@@ -65,8 +65,10 @@ func TestLifecycle(t *testing.T) {
 	if err := p.Kill(context.Background(), uint32(syscall.SIGKILL)); !errdefs.IsNotFound(err) {
 		t.Errorf("kill after exit: %v, want NotFound", err)
 	}
-	if err := p.CloseStdin(context.Background()); !errdefs.IsFailedPrecondition(err) {
-		t.Errorf("close stdin after exit: %v, want FailedPrecondition", err)
+	// A CloseIO racing the exit has nothing left to close (as runc's shim
+	// and runhcs).
+	if err := p.CloseStdin(context.Background()); err != nil {
+		t.Errorf("close stdin after exit: %v, want nothing to do", err)
 	}
 }
 
@@ -188,7 +190,7 @@ func TestConsoleAndStdin(t *testing.T) {
 	}
 	fp.exit(0)
 	waitExit(t, p)
-	if err := p.CloseStdin(context.Background()); !errdefs.IsFailedPrecondition(err) {
-		t.Errorf("close stdin after the exit: %v, want FailedPrecondition", err)
+	if err := p.CloseStdin(context.Background()); err != nil {
+		t.Errorf("close stdin after the exit: %v, want nothing to do", err)
 	}
 }

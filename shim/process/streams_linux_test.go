@@ -3,12 +3,14 @@ package process
 import (
 	"context"
 	"io"
+	"os"
 	"path/filepath"
 	"syscall"
 	"testing"
 	"time"
 
 	"github.com/containerd/fifo"
+	"golang.org/x/sys/unix"
 
 	"github.com/winproc/winproc/shim/compute"
 )
@@ -80,21 +82,9 @@ func TestStdinEveryByteThenEOF(t *testing.T) {
 			}
 			t.Run(name, func(t *testing.T) {
 				ctx := context.Background()
-				path := filepath.Join(t.TempDir(), "stdin")
-				// containerd's client end, as containerd's cio opens it.
-				client, err := fifo.OpenFifo(ctx, path, syscall.O_WRONLY|syscall.O_CREAT|syscall.O_NONBLOCK, 0o600)
-				if err != nil {
-					t.Fatal(err)
-				}
-				t.Cleanup(func() { client.Close() })
-				written := make(chan error, 1)
-				go func() {
-					_, err := client.Write(payload)
-					written <- err
-				}()
-
+				client := openClientEnd(t)
 				sys := &fakeSystem{}
-				p := New("p1", &compute.ProcessSettings{CommandLine: `C:\app.exe`, Terminal: terminal}, Stdio{Stdin: path, Terminal: terminal}, nil)
+				p := New("p1", &compute.ProcessSettings{CommandLine: `C:\app.exe`, Terminal: terminal}, Stdio{Stdin: client.Name(), Terminal: terminal}, nil)
 				if tt.when == "before-start" {
 					if err := p.CloseStdin(ctx); err != nil {
 						t.Fatalf("CloseIO before start: %v", err)
@@ -104,6 +94,11 @@ func TestStdinEveryByteThenEOF(t *testing.T) {
 					t.Fatal(err)
 				}
 				t.Cleanup(func() { sys.procs[0].exit(0); waitExit(t, p) })
+				written := make(chan error, 1)
+				go func() {
+					_, err := client.Write(payload)
+					written <- err
+				}()
 				if err := <-written; err != nil {
 					t.Fatalf("client write: %v", err)
 				}
@@ -136,16 +131,37 @@ func TestStdinEveryByteThenEOF(t *testing.T) {
 	}
 }
 
+// openClientEnd makes a stdin fifo and opens containerd's client end of it
+// for writing, as containerd's cio has before it asks the shim to start a
+// process: the end is open (counted as a writer) before the shim opens its
+// own, so the test does not depend on when an asynchronous open completes.
+func openClientEnd(t *testing.T) *os.File {
+	t.Helper()
+	path := filepath.Join(t.TempDir(), "stdin")
+	if err := unix.Mkfifo(path, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	// A write-only open waits for a reader: lend it one.
+	reader, err := os.OpenFile(path, os.O_RDWR, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer reader.Close()
+	client, err := os.OpenFile(path, os.O_WRONLY, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { client.Close() })
+	return client
+}
+
 // Until CloseIO, stdin does not end, even when the client closes its end
 // (containerd restarting, or an attach that ends): another client may
 // still write.
 func TestStdinOpenUntilCloseIO(t *testing.T) {
 	ctx := context.Background()
-	path := filepath.Join(t.TempDir(), "stdin")
-	client, err := fifo.OpenFifo(ctx, path, syscall.O_WRONLY|syscall.O_CREAT|syscall.O_NONBLOCK, 0o600)
-	if err != nil {
-		t.Fatal(err)
-	}
+	client := openClientEnd(t)
+	path := client.Name()
 	sys := &fakeSystem{}
 	p := New("p1", &compute.ProcessSettings{CommandLine: `C:\app.exe`}, Stdio{Stdin: path}, nil)
 	if err := p.Start(ctx, sys); err != nil {
@@ -162,7 +178,7 @@ func TestStdinOpenUntilCloseIO(t *testing.T) {
 		t.Fatal("stdin ended when a client closed its end, before CloseIO")
 	case <-time.After(200 * time.Millisecond):
 	}
-	again, err := fifo.OpenFifo(ctx, path, syscall.O_WRONLY|syscall.O_NONBLOCK, 0)
+	again, err := os.OpenFile(path, os.O_WRONLY, 0)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -25,18 +25,22 @@ func openStreams(ctx context.Context, stdio Stdio) (_ *streams, retErr error) {
 		}
 	}()
 	if stdio.Stdin != "" {
-		f, err := fifo.OpenFifo(context.WithoutCancel(ctx), stdio.Stdin, syscall.O_RDONLY|syscall.O_NONBLOCK, 0)
+		// As containerd's runc shim does, the shim keeps a writer of its
+		// own on the stdin fifo: stdin cannot end before CloseIO says the
+		// client is done. Opened read-write, the fifo opens at once, and
+		// so does the read end after it; both are in place before anything
+		// can close them (CloseIO before Start), so a client's write never
+		// meets a fifo without a reader (EPIPE).
+		w, err := os.OpenFile(stdio.Stdin, os.O_RDWR, 0)
 		if err != nil {
 			return nil, fmt.Errorf("open stdin %s: %w", stdio.Stdin, err)
 		}
-		s.stdin = f
-		// As containerd's runc shim does: the shim's own writer keeps
-		// stdin from ending before CloseIO says the client is done.
-		w, err := fifo.OpenFifo(context.WithoutCancel(ctx), stdio.Stdin, syscall.O_WRONLY|syscall.O_NONBLOCK, 0)
-		if err != nil {
-			return nil, fmt.Errorf("open stdin %s for writing: %w", stdio.Stdin, err)
-		}
 		s.stdinWriter = w
+		r, err := os.OpenFile(stdio.Stdin, os.O_RDONLY, 0)
+		if err != nil {
+			return nil, fmt.Errorf("open stdin %s for reading: %w", stdio.Stdin, err)
+		}
+		s.stdin = r
 	}
 	for _, out := range []struct {
 		path string
