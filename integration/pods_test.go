@@ -373,20 +373,7 @@ func TestPodShimKilled(t *testing.T) {
 		t.Errorf("container exit after its shim was killed: %d, want 255", st.ExitCode())
 	}
 	ctx := context.Background()
-	// While containerd runs the dead shim's `delete`, the pod's status
-	// fails (its controller still holds the closed connection); a kubelet
-	// retries, and so does this test.
-	deadline := time.Now().Add(time.Minute)
-	for {
-		out, err := n.Crictl(ctx, "inspectp", "-o", "json", pod)
-		if err == nil && strings.Contains(out, "SANDBOX_NOTREADY") {
-			break
-		}
-		if time.Now().After(deadline) {
-			t.Fatalf("the pod never became not ready after its shim died: %v\n%s", err, out)
-		}
-		time.Sleep(200 * time.Millisecond)
-	}
+	waitPodNotReady(t, n, pod)
 	// containerd deletes the task of a dead shim itself.
 	if _, err := task.Delete(ctx); err != nil && !errdefs.IsNotFound(err) {
 		t.Fatalf("delete the container's task: %v", err)

@@ -11,6 +11,7 @@ import (
 	"testing"
 	"time"
 
+	containerd "github.com/containerd/containerd/v2/client"
 	"github.com/containerd/containerd/v2/pkg/cio"
 
 	"github.com/winproc/winproc/integration/node"
@@ -23,7 +24,6 @@ func TestExecProbesLeaveNoHandles(t *testing.T) {
 	n := node.Start(t, bins)
 	importTestApp(t, n)
 	client := newClient(t, n)
-	ctx := context.Background()
 
 	task, out := startTestApp(t, n, client, "probed", "sleep", "-seconds", "0")
 	out.waitFor(t, "ready")
@@ -32,33 +32,9 @@ func TestExecProbesLeaveNoHandles(t *testing.T) {
 		t.Fatalf("shims: %v, want 1", shims)
 	}
 	shim := shims[0]
-	spec, err := task.Spec(ctx)
-	if err != nil {
-		t.Fatal(err)
-	}
-
 	probe := func(i int) {
 		t.Helper()
-		p := *spec.Process
-		p.Args = []string{testApp, "exit", "0"}
-		probeOut := &output{}
-		exec, err := task.Exec(ctx, fmt.Sprintf("probe-%d", i), &p, cio.NewCreator(cio.WithStreams(nil, probeOut, probeOut), cio.WithFIFODir(t.TempDir())))
-		if err != nil {
-			t.Fatal(err)
-		}
-		done, err := exec.Wait(ctx)
-		if err != nil {
-			t.Fatal(err)
-		}
-		if err := exec.Start(ctx); err != nil {
-			t.Fatal(err)
-		}
-		if st := waitStatus(t, done); st.ExitCode() != 0 {
-			t.Fatalf("probe %d exit code %d", i, st.ExitCode())
-		}
-		if _, err := exec.Delete(ctx); err != nil {
-			t.Fatal(err)
-		}
+		execProbe(t, task, fmt.Sprintf("probe-%d", i))
 	}
 	// Warm up: the first execs make lasting state (the Wine server's
 	// connections, the reaper).
@@ -85,6 +61,37 @@ func TestExecProbesLeaveNoHandles(t *testing.T) {
 		t.Errorf("shim threads grew from %d to %d over %d exec probes", threads, after, probes)
 	}
 	t.Logf("after %d probes: %d file descriptors, %d threads", probes, countFDs(t, shim), countThreads(t, shim))
+}
+
+// execProbe runs what a kubelet exec probe runs in task, `winproc-testapp
+// exit 0` without stdin, and requires exit status 0.
+func execProbe(t testing.TB, task containerd.Task, id string) {
+	t.Helper()
+	ctx := context.Background()
+	spec, err := task.Spec(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	p := *spec.Process
+	p.Args = []string{testApp, "exit", "0"}
+	out := &output{}
+	exec, err := task.Exec(ctx, id, &p, cio.NewCreator(cio.WithStreams(nil, out, out), cio.WithFIFODir(t.TempDir())))
+	if err != nil {
+		t.Fatal(err)
+	}
+	done, err := exec.Wait(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := exec.Start(ctx); err != nil {
+		t.Fatal(err)
+	}
+	if st := waitStatus(t, done); st.ExitCode() != 0 {
+		t.Fatalf("probe %s exit code %d: %s", id, st.ExitCode(), out.String())
+	}
+	if _, err := exec.Delete(ctx); err != nil {
+		t.Fatal(err)
+	}
 }
 
 func countFDs(t *testing.T, pid int) int {

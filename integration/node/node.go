@@ -50,13 +50,38 @@ type Node struct {
 	SnapshotterAddress string
 	SnapshotterRoot    string
 	ConfigPath         string
-	containerd         *daemon
+	opts               Options
+	// owner is the test the node belongs to: daemons a subtest restarts
+	// live until the owner ends.
+	owner       testing.TB
+	containerd  *daemon
+	snapshotter *daemon
+}
+
+// Options change how a node runs; the zero value is what most tests want.
+type Options struct {
+	// LogLevel of containerd and the snapshotter, "debug" when empty. Long
+	// runs keep their logs (held in memory for failure reports) small with
+	// "warn".
+	LogLevel string
+	// SnapshotterDiskBytes, when set, puts the snapshotter's root on a
+	// tmpfs of that size: a small disk that unpacks can fill.
+	SnapshotterDiskBytes int64
 }
 
 // Start brings up containerd and the snapshotter. bins holds the project's
 // binaries (winproc-snapshotter) built for this test run.
 func Start(t testing.TB, bins string) *Node {
 	t.Helper()
+	return StartWith(t, bins, Options{})
+}
+
+// StartWith is Start with options.
+func StartWith(t testing.TB, bins string, opts Options) *Node {
+	t.Helper()
+	if opts.LogLevel == "" {
+		opts.LogLevel = "debug"
+	}
 	tools := os.Getenv(ToolsEnv)
 	if tools == "" {
 		t.Skipf("%s is not set: run through `make test`, or point it at a directory holding containerd, ctr and crictl (`make tools`)", ToolsEnv)
@@ -74,8 +99,24 @@ func Start(t testing.TB, bins string) *Node {
 		SnapshotterAddress: filepath.Join(dir, "snapshotter.sock"),
 		SnapshotterRoot:    filepath.Join(dir, "snapshotter"),
 		ConfigPath:         filepath.Join(dir, "config.toml"),
+		opts:               opts,
+		owner:              t,
 	}
 	t.Cleanup(func() { n.cleanupDir(t) })
+	if opts.SnapshotterDiskBytes > 0 {
+		if err := os.Mkdir(n.SnapshotterRoot, 0o700); err != nil {
+			t.Fatal(err)
+		}
+		if err := syscall.Mount("tmpfs", n.SnapshotterRoot, "tmpfs", 0, fmt.Sprintf("size=%d,mode=0700", opts.SnapshotterDiskBytes)); err != nil {
+			t.Fatalf("mount the snapshotter's small disk: %v", err)
+		}
+		// After every daemon has stopped (cleanups run last first).
+		t.Cleanup(func() {
+			if err := syscall.Unmount(n.SnapshotterRoot, 0); err != nil {
+				t.Errorf("unmount the snapshotter's disk: %v", err)
+			}
+		})
+	}
 
 	config, err := containerdconfig.Generate(containerdconfig.Node{
 		OS:                    "linux",
@@ -96,21 +137,38 @@ func Start(t testing.TB, bins string) *Node {
 		t.Fatal(err)
 	}
 
-	n.startProcess(t, "winproc-snapshotter", filepath.Join(bins, "winproc-snapshotter"),
-		"-root", n.SnapshotterRoot, "-address", n.SnapshotterAddress,
-		"-containerd-address", n.Address, "-host-build", HostBuild, "-log-level", "debug")
-	waitSocket(t, n.SnapshotterAddress)
+	n.startSnapshotter(t)
 	n.startContainerd(t)
 	return n
+}
+
+func (n *Node) startSnapshotter(t testing.TB) {
+	t.Helper()
+	n.snapshotter = n.startProcess(t, "winproc-snapshotter", filepath.Join(n.bins, "winproc-snapshotter"),
+		"-root", n.SnapshotterRoot, "-address", n.SnapshotterAddress,
+		"-containerd-address", n.Address, "-host-build", HostBuild, "-log-level", n.opts.LogLevel)
+	waitSocket(t, n.SnapshotterAddress)
+}
+
+// RestartSnapshotter stops winproc-snapshotter as a service manager would
+// (SIGTERM) and starts it again.
+func (n *Node) RestartSnapshotter(t testing.TB) {
+	t.Helper()
+	n.snapshotter.stop(t)
+	n.startSnapshotter(t)
 }
 
 func (n *Node) startContainerd(t testing.TB) {
 	t.Helper()
 	// containerd finds containerd-shim-winproc-v2 on its PATH.
-	n.containerd = n.startProcess(t, "containerd", filepath.Join(n.Tools, "containerd"), "-c", n.ConfigPath, "-l", "debug")
+	n.containerd = n.startProcess(t, "containerd", filepath.Join(n.Tools, "containerd"), "-c", n.ConfigPath, "-l", n.opts.LogLevel)
 	waitSocket(t, n.Address)
 	n.waitContainerd(t)
 }
+
+// ContainerdPID and SnapshotterPID are the node's daemons' process IDs.
+func (n *Node) ContainerdPID() int  { return n.containerd.cmd.Process.Pid }
+func (n *Node) SnapshotterPID() int { return n.snapshotter.cmd.Process.Pid }
 
 // RestartContainerd stops containerd as a service manager would (SIGTERM)
 // and starts it again with the same config. Shims keep running.
@@ -218,10 +276,10 @@ func (n *Node) startProcess(t testing.TB, name, bin string, args ...string) *dae
 		d.cmd.Wait()
 		close(d.exited)
 	}()
-	t.Cleanup(func() {
-		d.stop(t)
-		if t.Failed() {
-			t.Logf("%s log:\n%s", name, d.log.String())
+	n.owner.Cleanup(func() {
+		d.stop(n.owner)
+		if n.owner.Failed() {
+			n.owner.Logf("%s log:\n%s", name, d.log.String())
 		}
 	})
 	return d
