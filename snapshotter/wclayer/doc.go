@@ -84,10 +84,11 @@
 // with an *EntryError naming the tar entry: "..", "." and empty components,
 // absolute paths, drive letters, backslashes, NUL, invalid UTF-8, names
 // outside Files/, Hives/ and UtilityVM/, ':' other than in an alternate data
-// stream name, hard links whose target is outside the layer or not a file,
-// duplicate entries, whiteouts outside Files/ or escaping it, ".wh." names
-// used as directories, entries larger than the configured limit (the
-// declared size is never used to preallocate), undecodable MSWINDOWS records,
+// stream name, hard links whose target is outside the layer, not a file or
+// an alternate data stream, duplicate entries, whiteouts outside Files/ or
+// escaping it, ".wh." names used as directories, entries larger than the
+// configured limit (the declared size is never used to preallocate),
+// undecodable MSWINDOWS records,
 // unsupported entry types (devices, fifos, sparse files) and truncated or
 // corrupt archives, including a stream that stops at an entry boundary
 // without the end-of-archive blocks (an empty stream is accepted as an empty

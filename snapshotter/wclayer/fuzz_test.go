@@ -7,9 +7,70 @@ import (
 	"bytes"
 	"context"
 	"errors"
+	"os"
 	"path/filepath"
 	"testing"
+
+	"golang.org/x/sys/unix"
 )
+
+// fuzzRoot returns the directory the executions of f make their layers in.
+// An execution creates and removes a few dozen files; on a disk file system
+// that is most of its time, so a tmpfs is used when there is one that takes
+// user xattrs (the importer then follows the same paths as on disk).
+func fuzzRoot(f *testing.F) string {
+	if d, err := os.MkdirTemp("/dev/shm", "wclayer-fuzz-"); err == nil {
+		if unix.Setxattr(d, "user.probe", []byte("1"), 0) == nil {
+			f.Cleanup(func() { os.RemoveAll(d) })
+			return d
+		}
+		os.RemoveAll(d)
+	}
+	return f.TempDir()
+}
+
+// fuzzSandbox is sandbox under root: one directory per execution instead
+// of t.TempDir's two.
+func fuzzSandbox(t *testing.T, root string) (parent, dir string) {
+	t.Helper()
+	parent, err := os.MkdirTemp(root, "")
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { os.RemoveAll(parent) })
+	if err := os.WriteFile(filepath.Join(parent, "sentinel"), []byte("untouched"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	return parent, filepath.Join(parent, "layer")
+}
+
+// checkRoundTrip checks that the layer Import wrote to dir (n data bytes)
+// exports, re-imports with the same data and exports again identically.
+// The second layer goes next to the first, in parent.
+func checkRoundTrip(t *testing.T, parent, dir string, n int64) {
+	t.Helper()
+	ctx := context.Background()
+	var out1 bytes.Buffer
+	if err := Export(ctx, &out1, dir); err != nil {
+		t.Fatalf("exporting an imported layer: %v", err)
+	}
+	dir2 := filepath.Join(parent, "again")
+	n2, err := Import(ctx, bytes.NewReader(out1.Bytes()), dir2)
+	if err != nil {
+		t.Fatalf("re-importing an export: %v", err)
+	}
+	// Everything Import counts (Files/ and Hives/ data) is exported.
+	if n2 != n {
+		t.Fatalf("import wrote %d data bytes, re-importing its export %d", n, n2)
+	}
+	var out2 bytes.Buffer
+	if err := Export(ctx, &out2, dir2); err != nil {
+		t.Fatalf("exporting again: %v", err)
+	}
+	if !bytes.Equal(out1.Bytes(), out2.Bytes()) {
+		t.Fatalf("export -> import -> export is not stable:\n%q\n%q", names(readTar(t, out1.Bytes())), names(readTar(t, out2.Bytes())))
+	}
+}
 
 // fuzzSeeds are small valid and broken layer tars.
 func fuzzSeeds(t testing.TB) [][]byte {
@@ -49,11 +110,16 @@ func FuzzImport(f *testing.F) {
 	for _, s := range fuzzSeeds(f) {
 		f.Add(s)
 	}
+	root := fuzzRoot(f)
 	f.Fuzz(func(t *testing.T, data []byte) {
-		parent, dir := sandbox(t)
-		ctx := context.Background()
-		_, err := Import(ctx, bytes.NewReader(data), dir, WithMaxEntrySize(1<<20))
+		parent, dir := fuzzSandbox(t, root)
+		n, err := Import(context.Background(), bytes.NewReader(data), dir, WithMaxEntrySize(1<<20))
 		checkSandbox(t, parent)
+		// File data comes from the archive: a declared size alone must not
+		// make the importer write (or allocate) more than it was given.
+		if n > int64(len(data)) {
+			t.Fatalf("Import of %d bytes reports %d data bytes written", len(data), n)
+		}
 		if err != nil {
 			var ee *EntryError
 			if !errors.As(err, &ee) && !errors.Is(err, ErrCorruptArchive) {
@@ -61,21 +127,7 @@ func FuzzImport(f *testing.F) {
 			}
 			return
 		}
-		var out1 bytes.Buffer
-		if err := Export(ctx, &out1, dir); err != nil {
-			t.Fatalf("exporting an imported layer: %v", err)
-		}
-		dir2 := filepath.Join(t.TempDir(), "again")
-		if _, err := Import(ctx, bytes.NewReader(out1.Bytes()), dir2); err != nil {
-			t.Fatalf("re-importing an export: %v", err)
-		}
-		var out2 bytes.Buffer
-		if err := Export(ctx, &out2, dir2); err != nil {
-			t.Fatalf("exporting again: %v", err)
-		}
-		if !bytes.Equal(out1.Bytes(), out2.Bytes()) {
-			t.Fatalf("export -> import -> export is not stable:\n%q\n%q", names(readTar(t, out1.Bytes())), names(readTar(t, out2.Bytes())))
-		}
+		checkRoundTrip(t, parent, dir, n)
 	})
 }
 
@@ -86,8 +138,9 @@ func FuzzImportEntries(f *testing.F) {
 	f.Add("Files/a", byte(0), "", "Files/b", byte(3), "Files/a", "Files/.wh.c", byte(0), "", paxFileAttr, "33")
 	f.Add("Files/d", byte(1), "", "Files/s", byte(2), "d", "Files/s/x", byte(0), "", paxRawSD, testSD(1))
 	f.Add("Files/.wh.d", byte(0), "", "Files/d/x", byte(0), "", "Files/d:s", byte(0), "", paxCreationTime, "-1.5")
-	f.Add("Files/a", byte(0), "", "Files/a:s", byte(0), "", "Files/l", byte(3), "Files/a:s", paxEAPrefix+"ea", "AAEC")
+	f.Add("Files/a", byte(0), "", "Files/a:s", byte(0), "s", "Files/l", byte(3), "Files/a", paxEAPrefix+"ea", "AAEC")
 	f.Add("Hives/h", byte(0), "", "Files/o/.wh..wh..opq", byte(0), "", "Files/o", byte(1), "", "atime", "12.5")
+	root := fuzzRoot(f)
 	f.Fuzz(func(t *testing.T, n1 string, t1 byte, l1 string, n2 string, t2 byte, l2 string, n3 string, t3 byte, l3 string, pk, pv string) {
 		var buf bytes.Buffer
 		tw := tar.NewWriter(&buf)
@@ -126,9 +179,8 @@ func FuzzImportEntries(f *testing.F) {
 		}
 		data := buf.Bytes()
 
-		parent, dir := sandbox(t)
-		ctx := context.Background()
-		_, err := Import(ctx, bytes.NewReader(data), dir)
+		parent, dir := fuzzSandbox(t, root)
+		n, err := Import(context.Background(), bytes.NewReader(data), dir)
 		checkSandbox(t, parent)
 		if err != nil {
 			var ee *EntryError
@@ -137,21 +189,7 @@ func FuzzImportEntries(f *testing.F) {
 			}
 			return
 		}
-		var out1 bytes.Buffer
-		if err := Export(ctx, &out1, dir); err != nil {
-			t.Fatalf("exporting an imported layer: %v", err)
-		}
-		dir2 := filepath.Join(t.TempDir(), "again")
-		if _, err := Import(ctx, bytes.NewReader(out1.Bytes()), dir2); err != nil {
-			t.Fatalf("re-importing an export: %v", err)
-		}
-		var out2 bytes.Buffer
-		if err := Export(ctx, &out2, dir2); err != nil {
-			t.Fatalf("exporting again: %v", err)
-		}
-		if !bytes.Equal(out1.Bytes(), out2.Bytes()) {
-			t.Fatalf("export -> import -> export is not stable:\n%q\n%q", names(readTar(t, out1.Bytes())), names(readTar(t, out2.Bytes())))
-		}
+		checkRoundTrip(t, parent, dir, n)
 	})
 }
 

@@ -645,6 +645,10 @@ func (im *importer) hardlink(p entryPath, hdr *tar.Header) error {
 		return errorf(ErrInvalidEntry, "hard link into UtilityVM/, which is not imported")
 	case strings.HasPrefix(t.base, whiteoutPrefix):
 		return errorf(ErrInvalidEntry, "hard link to a whiteout")
+	case t.adsBase != "":
+		// NTFS links files, not streams; a link to the stream's backing
+		// file would export as an unrelated copy of the stream's data.
+		return errorf(ErrInvalidEntry, "hard link to an alternate data stream")
 	case t.rel == p.rel:
 		return errorf(ErrInvalidEntry, "hard link to itself")
 	}

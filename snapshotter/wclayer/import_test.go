@@ -469,11 +469,16 @@ func TestHardLinks(t *testing.T) {
 		{"UtilityVM/Files/x", ErrInvalidEntry},
 		{"Files/.wh.x", ErrInvalidEntry},
 		{"Files/l", ErrInvalidEntry},
+		// NTFS links files, not streams (an export would turn the link
+		// into an unrelated copy of the stream).
+		{"Files/a:s", ErrInvalidEntry},
 	}
 	for _, tc := range bad {
 		t.Run(strings.ReplaceAll(tc.link, "/", "|"), func(t *testing.T) {
 			assertImportError(t, buildTar(t, []tEntry{
 				{name: "Files/d", typ: tar.TypeDir},
+				{name: "Files/a", body: []byte("a")},
+				{name: "Files/a:s", body: []byte("stream")},
 				{name: "UtilityVM/Files/x", body: []byte("x")},
 				{name: "Files/l", typ: tar.TypeLink, link: tc.link},
 			}), tc.kind, "Files/l")
