@@ -42,41 +42,53 @@ func (e *eofReader) Read(p []byte) (int, error) {
 // early it comes right after Start instead, before the input was read.
 func execEcho(t testing.TB, task containerd.Task, id string, payload []byte, early bool) ([]byte, uint32) {
 	t.Helper()
-	ctx := context.Background()
-	spec, err := task.Spec(ctx)
+	spec, err := task.Spec(context.Background())
 	if err != nil {
 		t.Fatal(err)
 	}
 	p := *spec.Process
 	p.Args = []string{testApp, "echo"}
 	p.Terminal = false
+	return feedEcho(t, payload, early, func(c cio.Creator) (containerd.Process, error) {
+		return task.Exec(context.Background(), id, &p, c)
+	})
+}
+
+// feedEcho creates a process that echoes its stdin (create), feeds it
+// payload, closes its stdin as execEcho says, and returns what came back
+// and the exit status. It deletes the process.
+func feedEcho(t testing.TB, payload []byte, early bool, create func(cio.Creator) (containerd.Process, error)) ([]byte, uint32) {
+	t.Helper()
+	ctx := context.Background()
 	in := &eofReader{r: bytes.NewReader(payload), eof: make(chan struct{})}
 	var out, errOut node.Buffer
-	exec, err := task.Exec(ctx, id, &p, cio.NewCreator(cio.WithStreams(in, &out, &errOut), cio.WithFIFODir(t.TempDir())))
+	proc, err := create(cio.NewCreator(cio.WithStreams(in, &out, &errOut), cio.WithFIFODir(t.TempDir())))
 	if err != nil {
 		t.Fatal(err)
 	}
-	done, err := exec.Wait(ctx)
+	done, err := proc.Wait(ctx)
 	if err != nil {
 		t.Fatal(err)
 	}
-	if err := exec.Start(ctx); err != nil {
+	if err := proc.Start(ctx); err != nil {
 		t.Fatal(err)
 	}
 	if !early {
 		<-in.eof
 	}
-	if err := exec.CloseIO(ctx, containerd.WithStdinCloser); err != nil {
-		t.Fatalf("CloseIO of %s: %v", id, err)
+	if err := proc.CloseIO(ctx, containerd.WithStdinCloser); err != nil {
+		t.Fatalf("CloseIO of %s: %v", proc.ID(), err)
 	}
 	st := waitStatus(t, done)
-	// The exit is final once its output is copied; the client's copy of it
-	// ends with the exec's IO.
-	if _, err := exec.Delete(ctx); err != nil {
+	// The shim has written all output when the exit is final; the client's
+	// copy ends at the fifo's EOF. Delete cancels that copy, so it waits
+	// for it first, as CRI waits for its attach.
+	proc.IO().Wait()
+	if _, err := proc.Delete(ctx); err != nil {
 		t.Fatal(err)
 	}
 	if errOut.String() != "" {
-		t.Errorf("%s stderr: %q", id, errOut.String())
+		t.Errorf("%s stderr: %q", proc.ID(), errOut.String())
 	}
 	return []byte(out.String()), st.ExitCode()
 }
@@ -106,4 +118,26 @@ func TestExecStdinNoByteLost(t *testing.T) {
 		}
 	}
 	t.Logf("%d execs, %d bytes through stdin and back, %d lost", cycles, sent, lost)
+}
+
+// The same for a container's init process: every byte written to a task's
+// stdin before CloseIO reaches it, then EOF.
+func TestTaskStdinNoByteLost(t *testing.T) {
+	n := node.Start(t, bins)
+	importTestApp(t, n)
+	client := newClient(t, n)
+	rng := rand.New(rand.NewPCG(7, 8))
+	for i := range 4 {
+		payload := make([]byte, 200_000+rng.IntN(56_000))
+		for j := range payload {
+			payload[j] = byte(rng.Uint32())
+		}
+		c := newContainer(t, n, client, testAppImage, fmt.Sprintf("echo-task-%d", i), podMember{}, []string{testApp, "echo"})
+		got, code := feedEcho(t, payload, i%2 == 1, func(cr cio.Creator) (containerd.Process, error) {
+			return c.NewTask(context.Background(), cr)
+		})
+		if code != 0 || sha256.Sum256(got) != sha256.Sum256(payload) {
+			t.Errorf("task %d (CloseIO early %v): exit %d, %d bytes back of %d", i, i%2 == 1, code, len(got), len(payload))
+		}
+	}
 }
