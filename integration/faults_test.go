@@ -8,7 +8,6 @@ import (
 	"fmt"
 	"math/rand/v2"
 	"os"
-	"path/filepath"
 	"strings"
 	"syscall"
 	"testing"
@@ -119,7 +118,7 @@ func TestFaults(t *testing.T) {
 		if err := n.CollectGarbage(context.Background()); err != nil {
 			t.Fatal(err)
 		}
-		snapshotsBefore := snapshotterDirs(t, n)
+		snapshotsBefore := snapshotDirs(t, n)
 		keysBefore := ctrRows(t, n, "snapshots", "--snapshotter", "windowsfilter", "ls")
 		// Incompressible, so the layer is as large on the wire as unpacked.
 		big := make([]byte, free+16<<20)
@@ -150,7 +149,7 @@ func TestFaults(t *testing.T) {
 		if keys := ctrRows(t, n, "snapshots", "--snapshotter", "windowsfilter", "ls"); strings.Join(keys, "\n") != strings.Join(keysBefore, "\n") {
 			t.Errorf("snapshots after the failed unpack:\n%s\nbefore:\n%s", strings.Join(keys, "\n"), strings.Join(keysBefore, "\n"))
 		}
-		if after := snapshotterDirs(t, n); strings.Join(after, " ") != strings.Join(snapshotsBefore, " ") {
+		if after := snapshotDirs(t, n); strings.Join(after, " ") != strings.Join(snapshotsBefore, " ") {
 			t.Errorf("snapshot directories after the failed unpack %v, before %v", after, snapshotsBefore)
 		}
 		if err := unix.Statfs(n.SnapshotterRoot, &fs); err != nil {
@@ -170,20 +169,6 @@ func TestFaults(t *testing.T) {
 		stopServingPod(t, n, p)
 	}
 	requireNodeClean(t, n, imageSnapshots)
-}
-
-// snapshotterDirs lists the snapshot directories in the snapshotter's root.
-func snapshotterDirs(t *testing.T, n *node.Node) []string {
-	t.Helper()
-	entries, err := os.ReadDir(filepath.Join(n.SnapshotterRoot, "snapshots"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	var names []string
-	for _, e := range entries {
-		names = append(names, e.Name())
-	}
-	return names
 }
 
 // waitPodNotReady waits until crictl reports pod id not ready: while
