@@ -146,7 +146,7 @@ func TestDoctorLoadConfigShapes(t *testing.T) {
 					"winproc": {Platform: "windows/amd64", Snapshotter: "windowsfilter"},
 				},
 				UnpackRules: []UnpackRule{{Platform: "windows/amd64", Snapshotter: "windows", Differ: "windows"}, {Platform: "windows/amd64", Snapshotter: "windowsfilter", Differ: "windowsfilter-diff"}},
-				DiffDefault: []string{"windowsfilter-diff", "windows"},
+				// No default: containerd's own differ chain stays.
 			},
 		},
 		{

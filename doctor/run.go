@@ -491,6 +491,67 @@ func (d *run) checkProxyPlugins() {
 
 // ---- unpack ----
 
+// containerdDiffChain is containerd's own diff-service default
+// (plugins/services/diff/service_windows.go and service_unix.go).
+func containerdDiffChain(goos string) []string {
+	if goos == "windows" {
+		return []string{"windows", "windows-lcow"}
+	}
+	return []string{"walking"}
+}
+
+// checkDiffChain checks the diff service's differ order, which client-side
+// unpacks (pulls that bypass the transfer service) use. It must keep
+// containerd's chain whole; on Linux, where no differ of containerd's applies
+// Windows layers, winproc's differ must be in it too. On Windows containerd's
+// windows differ applies layers into windowsfilter snapshots as well.
+func (d *run) checkDiffChain(r *Result) []issue {
+	c := d.cfg
+	own := containerdDiffChain(d.goos)
+	table := fmt.Sprintf(`plugins.'%s'`, pluginDiff)
+	if c.Version <= 2 {
+		table = fmt.Sprintf(`plugins.%q`, pluginDiff)
+	}
+	var missing []string
+	if c.DiffDefault != nil {
+		for _, name := range own {
+			if !slices.Contains(c.DiffDefault, name) {
+				missing = append(missing, name)
+			}
+		}
+	}
+	needOurs := d.goos != "windows" && !slices.Contains(c.DiffDefault, differName)
+	switch {
+	case needOurs:
+		want := append([]string{differName}, own...)
+		msg := fmt.Sprintf("the diff service does not try %s (default = %q): client-side unpacks (ctr images pull --local) cannot apply Windows layers", differName, c.DiffDefault)
+		if c.DiffDefault == nil {
+			msg = fmt.Sprintf("the diff service does not try %s (no default set): client-side unpacks (ctr images pull --local) cannot apply Windows layers", differName)
+		}
+		return []issue{{Warn, msg, []string{fmt.Sprintf("set in [%s]: default = %s", table, quotedList(want))}}}
+	case len(missing) > 0:
+		fix := fmt.Sprintf("remove default from [%s] (containerd's own chain is %q), then %s", table, own, d.restartHint())
+		return []issue{{Warn, fmt.Sprintf("the diff service default %q leaves out containerd's %s: client-side unpacks that need it fail", c.DiffDefault, strings.Join(missing, ", ")), []string{fix}}}
+	}
+	if r.Summary != "" {
+		if c.DiffDefault == nil {
+			r.Summary += fmt.Sprintf("; the diff service keeps containerd's chain (%s)", strings.Join(own, ", "))
+		} else {
+			r.Summary += fmt.Sprintf("; the diff service tries %s", strings.Join(c.DiffDefault, ", "))
+		}
+	}
+	return nil
+}
+
+// quotedList writes names as a TOML list of strings.
+func quotedList(names []string) string {
+	q := make([]string, len(names))
+	for i, n := range names {
+		q[i] = fmt.Sprintf("%q", n)
+	}
+	return "[" + strings.Join(q, ", ") + "]"
+}
+
 func (d *run) checkUnpack() {
 	if d.cfg == nil {
 		d.add(skipped(CheckUnpack, "containerd's config could not be read"))
@@ -508,11 +569,17 @@ func (d *run) checkUnpack() {
 		fmt.Sprintf(`  platform = %q`, layerPlatform),
 		fmt.Sprintf(`  snapshotter = %q`, snapshotterName),
 		fmt.Sprintf(`  differ = %q`, differName)}
+	// containerd's transfer service unpacks with the rule whose platform
+	// and snapshotter match the pull, so a rule for its own windows
+	// snapshotter beside ours is fine; without ours, the first Windows
+	// rule is the one to correct.
 	var rule *UnpackRule
 	for i, u := range c.UnpackRules {
-		if isWindowsAMD64(u.Platform) {
+		if !isWindowsAMD64(u.Platform) {
+			continue
+		}
+		if rule == nil || (u.Snapshotter == snapshotterName && rule.Snapshotter != snapshotterName) {
 			rule = &c.UnpackRules[i]
-			break
 		}
 	}
 	switch {
@@ -531,24 +598,7 @@ func (d *run) checkUnpack() {
 	default:
 		r.Summary = fmt.Sprintf("%s layers unpack with %s into %s", rule.Platform, rule.Differ, rule.Snapshotter)
 	}
-	if !slices.Contains(c.DiffDefault, differName) {
-		platformDiffer := "walking"
-		if d.goos == "windows" {
-			platformDiffer = "windows"
-		}
-		diffTable := fmt.Sprintf(`plugins.'%s'`, pluginDiff)
-		if c.Version <= 2 {
-			diffTable = fmt.Sprintf(`plugins.%q`, pluginDiff)
-		}
-		msg := fmt.Sprintf("the diff service does not try %s (default = %q): client-side unpacks (ctr images import) may apply Windows layers with containerd's own differ", differName, c.DiffDefault)
-		if c.DiffDefault == nil {
-			msg = fmt.Sprintf("the diff service does not try %s (no default set): client-side unpacks (ctr images import) apply Windows layers with containerd's own differ", differName)
-		}
-		problems = append(problems, issue{Warn, msg,
-			[]string{fmt.Sprintf("set in [%s]: default = [%q, %q]", diffTable, differName, platformDiffer)}})
-	} else if r.Summary != "" {
-		r.Summary += fmt.Sprintf("; the diff service tries %s", strings.Join(c.DiffDefault, ", "))
-	}
+	problems = append(problems, d.checkDiffChain(&r)...)
 	applyIssues(&r, problems)
 	d.add(r)
 }

@@ -174,7 +174,8 @@ func checkMerged(t *testing.T, version string, out []byte) {
 			t.Errorf("version %s: proxy plugin %s after the merge: %+v", version, name, merged.ProxyPlugins[name])
 		}
 	}
-	if d := merged.Plugins.Diff.Default; len(d) != 2 || d[0] != "windowsfilter-diff" || d[1] != "windows" {
-		t.Errorf("version %s: diff-service default after the merge = %v, want [windowsfilter-diff windows]", version, d)
+	// The fragment leaves the node's differ chain alone.
+	if d := merged.Plugins.Diff.Default; len(d) != 1 || d[0] != "windows" {
+		t.Errorf("version %s: diff-service default after the merge = %v, want the node's own [windows]", version, d)
 	}
 }

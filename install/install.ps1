@@ -221,6 +221,9 @@ function Register-Snapshotter {
             -Description 'winproc windowsfilter snapshotter and differ for containerd' -StartupType Automatic | Out-Null
         # Restart after a crash: 5 s, 5 s, then 30 s; the count resets after a day.
         Invoke-Native 'sc.exe' @('failure', $ServiceName, 'reset=', '86400', 'actions=', 'restart/5000/restart/5000/restart/30000') | Out-Null
+        # The same when the service stops itself with an error (a failed start):
+        # without the flag the service manager leaves it stopped.
+        Invoke-Native 'sc.exe' @('failureflag', $ServiceName, '1') | Out-Null
         try {
             Start-Service $ServiceName
         } catch {

@@ -44,3 +44,7 @@ func commitLayer(ctx context.Context, dir string, parents []string) error {
 func destroyLayer(ctx context.Context, dir string) error {
 	return os.RemoveAll(dir)
 }
+
+// deactivateLayer has nothing to release: the emulation mounts a
+// container's C: drive elsewhere, never over the snapshot directory.
+func deactivateLayer(ctx context.Context, dir string) error { return nil }

@@ -12,14 +12,12 @@ import (
 	"github.com/Microsoft/go-winio"
 	"github.com/Microsoft/hcsshim"
 	"github.com/Microsoft/hcsshim/pkg/ociwclayer"
-	"github.com/containerd/log"
 )
 
 // On Windows the layer operations are HCS's, as in containerd's windows
 // snapshotter: a scratch is a copy of the base layer's blank.vhdx, grown on
 // request; committing a scratch exports it and imports it back as a
-// read-only layer; destroying goes through the layer driver, which also
-// releases the layer if a crash left it activated.
+// read-only layer; deactivating and destroying go through the layer driver.
 
 func driverInfo(dir string) (hcsshim.DriverInfo, string) {
 	return hcsshim.DriverInfo{HomeDir: filepath.Dir(dir)}, filepath.Base(dir)
@@ -82,12 +80,15 @@ func commitLayer(ctx context.Context, dir string, parents []string) error {
 	return err
 }
 
+// destroyLayer destroys a layer already renamed to rm-<id>; a layer is
+// activated under its original path, so the caller deactivates it there,
+// before the rename.
 func destroyLayer(ctx context.Context, dir string) error {
 	info, id := driverInfo(dir)
-	// A layer left activated by a crash cannot be destroyed; deactivating
-	// one that is not active is harmless.
-	if err := hcsshim.DeactivateLayer(info, id); err != nil {
-		log.G(ctx).WithError(err).WithField("dir", dir).Debug("deactivate layer before destroy")
-	}
 	return hcsshim.DestroyLayer(info, id)
+}
+
+func deactivateLayer(ctx context.Context, dir string) error {
+	info, id := driverInfo(dir)
+	return hcsshim.DeactivateLayer(info, id)
 }

@@ -9,14 +9,14 @@
 //	snapshots/rm-<id>/   a removed snapshot not yet destroyed
 //
 // An unpack snapshot (key with "extract-") is an empty directory the differ
-// fills. A parentless active snapshot gets Files\ (a new base layer). An
-// active snapshot with parents gets a scratch: on Windows sandbox.vhdx copied
-// from the base layer's blank.vhdx, in the Linux emulation a writable upper
-// directory. Every snapshot is handed out as one windows-layer mount (see
-// package layermount).
+// fills. A parentless active or view snapshot gets Files\ (a new base layer).
+// An active or view snapshot with parents gets a scratch: on Windows
+// sandbox.vhdx copied from the base layer's blank.vhdx, in the Linux
+// emulation a writable upper directory. Every snapshot is handed out as one
+// windows-layer mount (see package layermount).
 //
 // The platform-specific work (HCS layer calls on Windows, plain directories
-// in the emulation) lives behind four functions in layer_*.go; everything
+// in the emulation) lives behind five functions in layer_*.go; everything
 // else here is shared and tested on Linux.
 package snapshotter
 
@@ -51,9 +51,20 @@ const removedPrefix = "rm-"
 // Snapshotter implements containerd's snapshots.Snapshotter and
 // snapshots.Cleaner for windowsfilter layers.
 type Snapshotter struct {
-	root string
-	ms   *storage.MetaStore
+	root   string
+	ms     *storage.MetaStore
+	layers layerOps
 }
+
+// layerOps are the file-system and layer-driver calls whose failures decide
+// how Remove and Cleanup proceed; tests replace them to make them fail.
+type layerOps struct {
+	rename     func(oldpath, newpath string) error
+	deactivate func(ctx context.Context, dir string) error
+	destroy    func(ctx context.Context, dir string) error
+}
+
+var platformLayers = layerOps{rename: os.Rename, deactivate: deactivateLayer, destroy: destroyLayer}
 
 var (
 	_ snapshots.Snapshotter = (*Snapshotter)(nil)
@@ -61,8 +72,14 @@ var (
 )
 
 // New opens (or creates) the snapshotter at root and destroys what an earlier
-// run left half removed.
+// run left half removed. A leftover that cannot be destroyed is logged and
+// left for a later Cleanup: containerd's windows snapshotter does no cleanup
+// at start at all, and every pull and pod on the node needs this service.
 func New(ctx context.Context, root string) (*Snapshotter, error) {
+	return open(ctx, root, platformLayers)
+}
+
+func open(ctx context.Context, root string, layers layerOps) (*Snapshotter, error) {
 	if err := os.MkdirAll(filepath.Join(root, "snapshots"), 0o700); err != nil {
 		return nil, fmt.Errorf("create snapshotter root %s: %w", root, err)
 	}
@@ -70,10 +87,9 @@ func New(ctx context.Context, root string) (*Snapshotter, error) {
 	if err != nil {
 		return nil, fmt.Errorf("open snapshot metadata in %s: %w", root, err)
 	}
-	s := &Snapshotter{root: root, ms: ms}
+	s := &Snapshotter{root: root, ms: ms, layers: layers}
 	if err := s.Cleanup(ctx); err != nil {
-		ms.Close()
-		return nil, err
+		log.G(ctx).WithError(err).WithField("root", root).Warn("leftover snapshot directories stay until the next cleanup (containerd's garbage collection runs one)")
 	}
 	return s, nil
 }
@@ -198,10 +214,10 @@ func (s *Snapshotter) create(ctx context.Context, kind snapshots.Kind, key, pare
 		}()
 
 		switch {
-		case kind == snapshots.KindView || isUnpack(key):
-			// A view needs nothing of its own. An unpack snapshot stays
-			// empty until the differ imports a layer into it; making a
-			// scratch for it would only be thrown away.
+		case isUnpack(key):
+			// An unpack snapshot stays empty until the differ imports a
+			// layer into it; making a scratch for it would only be thrown
+			// away.
 			return nil
 		case len(sn.ParentIDs) == 0:
 			// A new base layer: valid base layers have Files\.
@@ -211,6 +227,9 @@ func (s *Snapshotter) create(ctx context.Context, kind snapshots.Kind, key, pare
 			return nil
 		}
 
+		// A view gets a scratch too, as in containerd's windows snapshotter
+		// (createSnapshot): the layer driver mounts a layer stack only
+		// through a scratch, read-only or not.
 		var info snapshots.Info
 		for _, o := range opts {
 			if err := o(&info); err != nil {
@@ -285,6 +304,12 @@ func (s *Snapshotter) Commit(ctx context.Context, name, key string, opts ...snap
 // inside the metadata transaction, so no half-deleted snapshot is ever
 // visible; it is destroyed after the transaction, and a failure there only
 // leaves an rm- directory that Cleanup destroys later.
+//
+// As containerd's windows snapshotter (plugins/snapshots/windows/common.go,
+// preRemove; windows.go, Remove): a rename refused with an access error
+// deactivates the layer (a scratch a crash left activated) and retries, and
+// a rename that still fails is FailedPrecondition, on which containerd's
+// garbage collector logs and goes on with the other snapshots.
 func (s *Snapshotter) Remove(ctx context.Context, key string) error {
 	var dir, removed string
 	err := s.ms.WithTransaction(ctx, true, func(ctx context.Context) error {
@@ -293,12 +318,12 @@ func (s *Snapshotter) Remove(ctx context.Context, key string) error {
 			return fmt.Errorf("remove snapshot %s: %w", key, err)
 		}
 		dir, removed = s.dir(id), s.dir(removedPrefix+id)
-		if err := os.Rename(dir, removed); err != nil {
+		if err := s.markRemoved(ctx, dir, removed); err != nil {
 			if errors.Is(err, os.ErrNotExist) {
 				removed = ""
 				return nil
 			}
-			return fmt.Errorf("remove snapshot %s: %w", key, err)
+			return fmt.Errorf("remove snapshot %s: %w (the layer is in use or cannot be released; containerd retries at its next garbage collection): %w", key, err, errdefs.ErrFailedPrecondition)
 		}
 		return nil
 	})
@@ -307,7 +332,7 @@ func (s *Snapshotter) Remove(ctx context.Context, key string) error {
 			// The rename happened but the transaction did not commit: put
 			// the directory back so metadata and disk agree.
 			if _, statErr := os.Stat(removed); statErr == nil {
-				if rbErr := os.Rename(removed, dir); rbErr != nil {
+				if rbErr := s.layers.rename(removed, dir); rbErr != nil {
 					log.G(ctx).WithError(rbErr).WithField("dir", removed).Error("restore directory after failed remove")
 				}
 			}
@@ -315,9 +340,25 @@ func (s *Snapshotter) Remove(ctx context.Context, key string) error {
 		return err
 	}
 	if removed != "" {
-		if err := destroyLayer(ctx, removed); err != nil {
+		if err := s.layers.destroy(ctx, removed); err != nil {
 			log.G(ctx).WithError(err).WithField("dir", removed).Warn("destroy removed snapshot; it will be retried at the next cleanup")
 		}
+	}
+	return nil
+}
+
+// markRemoved renames dir to removed; on an access error it deactivates the
+// layer under dir, where it was activated, and tries once more.
+func (s *Snapshotter) markRemoved(ctx context.Context, dir, removed string) error {
+	err := s.layers.rename(dir, removed)
+	if err == nil || !errors.Is(err, os.ErrPermission) {
+		return err
+	}
+	if derr := s.layers.deactivate(ctx, dir); derr != nil && !errors.Is(derr, os.ErrNotExist) {
+		return fmt.Errorf("deactivate layer %s after a refused rename: %w (rename: %v)", dir, derr, err)
+	}
+	if rerr := s.layers.rename(dir, removed); rerr != nil {
+		return fmt.Errorf("rename after deactivating the layer: %w (first rename: %v)", rerr, err)
 	}
 	return nil
 }
@@ -349,9 +390,15 @@ func (s *Snapshotter) Cleanup(ctx context.Context) error {
 				continue
 			}
 			if !strings.HasPrefix(name, removedPrefix) {
+				// A crash may have left it activated, under this name:
+				// release it here, where a rename (and the destroy) of an
+				// activated layer would be refused.
+				if err := s.layers.deactivate(ctx, s.dir(name)); err != nil && !errors.Is(err, os.ErrNotExist) {
+					log.G(ctx).WithError(err).WithField("dir", s.dir(name)).Debug("deactivate leftover layer")
+				}
 				// Mark it removed first, so a crash during the destroy
 				// below leaves a name that says what it is.
-				if err := os.Rename(s.dir(name), s.dir(removedPrefix+name)); err == nil {
+				if err := s.layers.rename(s.dir(name), s.dir(removedPrefix+name)); err == nil {
 					name = removedPrefix + name
 				}
 			}
@@ -365,7 +412,7 @@ func (s *Snapshotter) Cleanup(ctx context.Context) error {
 	var errs []error
 	for _, dir := range doomed {
 		log.G(ctx).WithField("dir", dir).Info("destroying leftover snapshot directory")
-		if err := destroyLayer(ctx, dir); err != nil {
+		if err := s.layers.destroy(ctx, dir); err != nil {
 			errs = append(errs, fmt.Errorf("destroy leftover %s: %w", dir, err))
 		}
 	}

@@ -144,8 +144,13 @@ func TestView(t *testing.T) {
 	if !l.ReadOnly || !reflect.DeepEqual(l.Parents, []string{base}) {
 		t.Errorf("view mount %+v, want ro over [%s]", l, base)
 	}
-	if got := entries(t, l.Path); len(got) != 0 {
-		t.Errorf("view directory holds %v, want nothing", got)
+	// containerd's windows snapshotter (createSnapshot) gives a view over
+	// layers a scratch like an active snapshot's, so runhcs can mount it.
+	if got := entries(t, l.Path); !reflect.DeepEqual(got, []string{"Files", "work"}) {
+		t.Errorf("view directory holds %v, want a scratch, [Files work]", got)
+	}
+	if got := entries(t, decode(t, must(s.View(ctx, "parentless-view", ""))).Path); !reflect.DeepEqual(got, []string{"Files"}) {
+		t.Errorf("parentless view holds %v, want [Files] as a new base layer", got)
 	}
 	if err := s.Commit(ctx, "c", "view"); !errdefs.IsFailedPrecondition(err) {
 		t.Errorf("Commit of a view: %v, want FailedPrecondition", err)

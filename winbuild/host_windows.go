@@ -3,8 +3,6 @@
 package winbuild
 
 import (
-	"fmt"
-
 	"github.com/Microsoft/hcsshim/osversion"
 )
 
@@ -12,9 +10,5 @@ import (
 // build revision from the registry, as `cmd /c ver` shows it).
 func Host() (Version, error) {
 	v := osversion.Get()
-	rev, err := osversion.BuildRevision()
-	if err != nil {
-		return Version{}, fmt.Errorf("read the host's Windows revision: %w", err)
-	}
-	return Version{Major: uint32(v.MajorVersion), Minor: uint32(v.MinorVersion), Build: uint32(v.Build), Revision: rev}, nil
+	return hostVersion(uint32(v.MajorVersion), uint32(v.MinorVersion), uint32(v.Build), osversion.BuildRevision)
 }

@@ -122,6 +122,21 @@ func unpackRules(os string) []unpackRule {
 	return []unpackRule{ours}
 }
 
+// diffChain is the diff service's differ order for client-side unpacks
+// (pulls that bypass the transfer service), or nil to keep containerd's.
+// On Windows containerd's chain, ["windows", "windows-lcow"], stays as it
+// is: its windows differ applies layers into windowsfilter snapshots too,
+// and a chain set here would replace it. On Linux no differ of containerd's
+// applies Windows layers, so ours goes in front of containerd's Linux chain,
+// ["walking"]; it declines the snapshots of other snapshotters, which then
+// reach walking.
+func diffChain(goos string) []string {
+	if goos == "linux" {
+		return []string{Differ, "walking"}
+	}
+	return nil
+}
+
 // Generate returns the config as TOML.
 func Generate(n Node) ([]byte, error) {
 	if n.Handler == "" {
@@ -130,13 +145,8 @@ func Generate(n Node) ([]byte, error) {
 	if n.SnapshotterAddress == "" {
 		return nil, fmt.Errorf("containerd config: the snapshotter address is required")
 	}
-	// containerd's own differ for the node, tried after ours.
-	var platformDiffer string
 	switch n.OS {
-	case "windows":
-		platformDiffer = "windows"
-	case "linux":
-		platformDiffer = "walking"
+	case "windows", "linux":
 	default:
 		return nil, fmt.Errorf("containerd config: node OS %q: use \"windows\" or \"linux\"", n.OS)
 	}
@@ -180,13 +190,10 @@ func Generate(n Node) ([]byte, error) {
 			"io.containerd.transfer.v1.local": map[string]any{
 				"unpack_config": unpackRules(n.OS),
 			},
-			// Client-side unpacks go through the diff service: ours first
-			// (it declines mounts that are not Windows layers), then the
-			// platform's own.
-			"io.containerd.service.v1.diff-service": map[string]any{
-				"default": []string{Differ, platformDiffer},
-			},
 		},
+	}
+	if d := diffChain(n.OS); d != nil {
+		f.Plugins["io.containerd.service.v1.diff-service"] = map[string]any{"default": d}
 	}
 	if n.Address != "" {
 		f.GRPC = &grpcSection{Address: n.Address}

@@ -56,9 +56,12 @@ func TestGenerateWindowsNode(t *testing.T) {
 	if ours["platform"] != "windows/amd64" || ours["snapshotter"] != "windowsfilter" || ours["differ"] != "windowsfilter-diff" {
 		t.Errorf("second unpack rule = %v", ours)
 	}
-	differs := lookup(tree, []string{"plugins", "io.containerd.service.v1.diff-service", "default"}).([]any)
-	if len(differs) != 2 || differs[0] != "windowsfilter-diff" || differs[1] != "windows" {
-		t.Errorf("diff-service default = %v, want [windowsfilter-diff windows]", differs)
+	// containerd's Windows differ chain, ["windows", "windows-lcow"], stays:
+	// a default set here would replace it (dropping windows-lcow, which
+	// client-side unpacks of Hyper-V images need). Our differ is reached
+	// through the unpack rule.
+	if d := lookup(tree, []string{"plugins", "io.containerd.service.v1.diff-service"}); d != nil {
+		t.Errorf("diff-service = %v, want it unset so containerd's differ chain stays", d)
 	}
 	if _, ok := tree["grpc"]; ok {
 		t.Error("a fragment must not move containerd's own socket")
@@ -106,9 +109,11 @@ func TestGenerateEmulationNode(t *testing.T) {
 			t.Errorf("%s = %#v, want %#v", strings.Join(c.path, "."), got, c.want)
 		}
 	}
-	differs := lookup(tree, []string{"plugins", "io.containerd.service.v1.diff-service", "default"}).([]any)
-	if differs[1] != "walking" {
-		t.Errorf("platform differ on linux = %v, want walking", differs[1])
+	// On Linux no differ of containerd's applies Windows layers: ours goes
+	// in front of containerd's Linux chain, ["walking"], which stays whole.
+	differs, _ := lookup(tree, []string{"plugins", "io.containerd.service.v1.diff-service", "default"}).([]any)
+	if len(differs) != 2 || differs[0] != "windowsfilter-diff" || differs[1] != "walking" {
+		t.Errorf("diff-service default on linux = %v, want [windowsfilter-diff walking]", differs)
 	}
 }
 

@@ -203,7 +203,7 @@ func checkLayers(t *testing.T, l Layers, rootfs []mount.Mount, folders []string)
 			t.Fatal("accepted both a rootfs and layer folders")
 		}
 		d, err := layermount.Decode(rootfs)
-		if err != nil || d.ReadOnly || d.Path != l.Scratch || !slices.Equal(d.Parents, l.Parents) {
+		if err != nil || d.Path != l.Scratch || !slices.Equal(d.Parents, l.Parents) {
 			t.Fatalf("layers %#v from rootfs %#v (%#v, %v)", l, rootfs, d, err)
 		}
 		return

@@ -310,9 +310,10 @@ func layersFrom(rootfs []mount.Mount, folders []string) (Layers, error) {
 		if err != nil {
 			return Layers{}, fmt.Errorf("rootfs: %w", err)
 		}
-		if decoded.ReadOnly {
-			return Layers{}, invalid("the rootfs mount of %s is a read-only view: a container needs an active snapshot (Prepare, not View)", decoded.Path)
-		}
+		// A view's mount ("ro") has a scratch too, as containerd's
+		// windows snapshotter makes one: it runs like an active snapshot
+		// (hcsshim's ParseWCOWLayers ignores "ro" as well), and what the
+		// container writes goes when the view is removed.
 		if len(decoded.Parents) == 0 {
 			return Layers{}, invalid("the rootfs mount of %s has no parent layers (parentLayerPaths): a container needs its image's layers, at least the base layer", decoded.Path)
 		}

@@ -138,9 +138,6 @@ func TestFromSpecRejects(t *testing.T) {
 		}, `type "overlay"`},
 		{"cimfs rootfs", func(_ *specs.Spec, r *[]mount.Mount) { (*r)[0].Type = "CimFS" }, "CimFS layers are not supported"},
 		{"rootfs target", func(_ *specs.Spec, r *[]mount.Mount) { (*r)[0].Target = "sub" }, "leave target empty"},
-		{"rootfs view", func(_ *specs.Spec, r *[]mount.Mount) {
-			*r = []mount.Mount{layermount.Layer{Path: `C:\s\4`, ReadOnly: true, Parents: []string{`C:\s\1`}}.Mount()}
-		}, "read-only view"},
 		{"rootfs without parents", func(_ *specs.Spec, r *[]mount.Mount) {
 			*r = []mount.Mount{layermount.Layer{Path: `C:\s\1`}.Mount()}
 		}, "no parent layers"},
@@ -308,6 +305,8 @@ func TestLayersMountAndFolders(t *testing.T) {
 		{Path: `C:\s\9`, Parents: []string{`C:\s\1`}},
 		{Path: `C:\s\9`, Parents: []string{`C:\s\3`, `C:\s\2`, `C:\s\1`}},
 		{Path: "/var/lib/winproc/snapshots/9", Parents: []string{"/var/lib/winproc/snapshots/2", "/var/lib/winproc/snapshots/1"}},
+		// A view: its scratch is used like an active snapshot's.
+		{Path: `C:\s\9`, ReadOnly: true, Parents: []string{`C:\s\1`}},
 	} {
 		fromMount, _, err := FromSpec(baseSpec(), []mount.Mount{l.Mount()}, hostCPUs)
 		if err != nil {

@@ -37,6 +37,10 @@ type hcsAPI interface {
 	namespaceEndpoints(namespace string) ([]string, error)
 	// hostBuild is osversion.Build().
 	hostBuild() uint16
+	// activeProcessors is GetActiveProcessorCount(ALL_PROCESSOR_GROUPS):
+	// the host's logical processors in every processor group; 0 when the
+	// call fails.
+	activeProcessors() uint32
 	// facts reads an error returned by any of these methods.
 	facts(err error) errFacts
 }
@@ -135,8 +139,14 @@ func newBackend(api hcsAPI, opts Options) *Backend {
 	}
 }
 
-// HostCPUs is the number of logical processors Go sees.
+// HostCPUs is the number of the host's logical processors, in every
+// processor group: Go's runtime.NumCPU sees only the process's group, at
+// most 64. As runhcs (hcsshim internal/processorinfo, ProcessorCount), a
+// failed count falls back to runtime.NumCPU.
 func (b *Backend) HostCPUs() int {
+	if n := b.api.activeProcessors(); n > 0 {
+		return int(n)
+	}
 	return runtime.NumCPU()
 }
 

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"reflect"
+	"runtime"
 	"syscall"
 	"testing"
 
@@ -222,10 +223,26 @@ func TestCreateReleasesStaleRecord(t *testing.T) {
 	}
 }
 
+// HostCPUs counts the processors of every processor group, as runhcs
+// (hcsshim internal/processorinfo, ProcessorCount): Go's runtime.NumCPU sees
+// one group, at most 64. A failed count (0) falls back to runtime.NumCPU.
 func TestHostCPUs(t *testing.T) {
-	b, _ := testBackend(t)
-	if b.HostCPUs() < 1 {
-		t.Errorf("HostCPUs = %d", b.HostCPUs())
+	for _, tc := range []struct {
+		name   string
+		active uint32
+		want   int
+	}{
+		{"two processor groups", 128, 128},
+		{"one group", 8, 8},
+		{"count failed", 0, runtime.NumCPU()},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			b, a := testBackend(t)
+			a.processors = tc.active
+			if got := b.HostCPUs(); got != tc.want {
+				t.Errorf("HostCPUs = %d, want %d", got, tc.want)
+			}
+		})
 	}
 }
 

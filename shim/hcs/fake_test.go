@@ -38,6 +38,7 @@ type fakeAPI struct {
 	mountPath  string
 	namespaces map[string][]string
 	build      uint16
+	processors uint32 // GetActiveProcessorCount's answer
 }
 
 func newFakeAPI() *fakeAPI {
@@ -157,6 +158,8 @@ func (a *fakeAPI) namespaceEndpoints(ns string) ([]string, error) {
 }
 
 func (a *fakeAPI) hostBuild() uint16 { return a.build }
+
+func (a *fakeAPI) activeProcessors() uint32 { return a.processors }
 
 func (a *fakeAPI) facts(err error) errFacts {
 	f := errnoFacts(err)

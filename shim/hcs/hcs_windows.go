@@ -8,6 +8,7 @@ import (
 	"github.com/Microsoft/hcsshim"
 	"github.com/Microsoft/hcsshim/hcn"
 	"github.com/Microsoft/hcsshim/osversion"
+	"golang.org/x/sys/windows"
 )
 
 // This file is the backend's only contact with hcsshim: thin calls into its
@@ -79,6 +80,10 @@ func (windowsAPI) namespaceEndpoints(namespace string) ([]string, error) {
 
 func (windowsAPI) hostBuild() uint16 {
 	return osversion.Build()
+}
+
+func (windowsAPI) activeProcessors() uint32 {
+	return windows.GetActiveProcessorCount(windows.ALL_PROCESSOR_GROUPS)
 }
 
 // facts asks hcsshim's predicates about the hcsshim error inside err, and

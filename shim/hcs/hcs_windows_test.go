@@ -12,6 +12,7 @@ import (
 	"github.com/Microsoft/hcsshim"
 	"github.com/Microsoft/hcsshim/hcn"
 	"github.com/containerd/errdefs"
+	"golang.org/x/sys/windows"
 )
 
 // These tests run the Windows adapter without HCS (none of them calls into
@@ -148,5 +149,18 @@ func TestWindowsFacts(t *testing.T) {
 	}
 	if f := api.facts(nil); f != (errFacts{}) {
 		t.Errorf("facts(nil) = %+v", f)
+	}
+}
+
+// The real backend counts the processors of every group with
+// GetActiveProcessorCount(ALL_PROCESSOR_GROUPS), which Wine answers too.
+func TestHostCPUsAllGroups(t *testing.T) {
+	b, err := New(Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := int(windows.GetActiveProcessorCount(windows.ALL_PROCESSOR_GROUPS))
+	if got := b.HostCPUs(); got < 1 || got != want {
+		t.Errorf("HostCPUs = %d, want GetActiveProcessorCount(ALL_PROCESSOR_GROUPS) = %d", got, want)
 	}
 }

@@ -31,7 +31,7 @@ func (d *Differ) Compare(ctx context.Context, lower, upper []mount.Mount, opts .
 			return ocispec.Descriptor{}, err
 		}
 	}
-	layer, err := diffLayer(lower, upper)
+	layer, err := d.diffLayer(lower, upper)
 	if err != nil {
 		return ocispec.Descriptor{}, err
 	}
@@ -107,9 +107,12 @@ func (d *Differ) Compare(ctx context.Context, lower, upper []mount.Mount, opts .
 
 // diffLayer checks that upper sits on exactly the layers of lower and returns
 // upper's layer, whose own directory holds the changes.
-func diffLayer(lower, upper []mount.Mount) (layermount.Layer, error) {
+func (d *Differ) diffLayer(lower, upper []mount.Mount) (layermount.Layer, error) {
 	up, err := layermount.Decode(upper)
 	if err != nil {
+		return layermount.Layer{}, fmt.Errorf("upper: %w", err)
+	}
+	if err := d.own(up); err != nil {
 		return layermount.Layer{}, fmt.Errorf("upper: %w", err)
 	}
 	low, err := layermount.Decode(lower)

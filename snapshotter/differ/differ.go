@@ -9,12 +9,19 @@
 // can see the image: containerd's unpacker hands the differ each layer while
 // the manifest that lists it, and that manifest's config, are already in the
 // content store.
+//
+// It handles only the snapshots of its own snapshotter: the mounts of
+// another (containerd's windows snapshotter's look the same) are
+// NotImplemented, so containerd's diff service tries its next differ.
 package differ
 
 import (
 	"context"
 	"fmt"
 	"io"
+	"path/filepath"
+	"runtime"
+	"strings"
 	"time"
 
 	"github.com/containerd/containerd/v2/core/content"
@@ -42,6 +49,8 @@ type Differ struct {
 	content content.Store
 	images  ImageLister
 	host    winbuild.Version
+	// snapshots is the directory holding the snapshotter's snapshots.
+	snapshots string
 }
 
 var (
@@ -49,11 +58,11 @@ var (
 	_ diff.Comparer = (*Differ)(nil)
 )
 
-// New returns a differ that reads layers from and writes diffs to store,
-// names images through imgs in its messages, and refuses images host cannot
-// run.
-func New(store content.Store, imgs ImageLister, host winbuild.Version) *Differ {
-	return &Differ{content: store, images: imgs, host: host}
+// New returns a differ for the snapshots of the snapshotter at root. It
+// reads layers from and writes diffs to store, names images through imgs in
+// its messages, and refuses images host cannot run.
+func New(store content.Store, imgs ImageLister, host winbuild.Version, root string) *Differ {
+	return &Differ{content: store, images: imgs, host: host, snapshots: filepath.Join(root, "snapshots")}
 }
 
 // Apply imports the layer desc into the windows-layer mount of an unpack
@@ -64,6 +73,9 @@ func (d *Differ) Apply(ctx context.Context, desc ocispec.Descriptor, mounts []mo
 	layer, err := layermount.Decode(mounts)
 	if err != nil {
 		return ocispec.Descriptor{}, err
+	}
+	if err := d.own(layer); err != nil {
+		return ocispec.Descriptor{}, fmt.Errorf("apply layer %s: %w", desc.Digest, err)
 	}
 	if layer.ReadOnly {
 		return ocispec.Descriptor{}, fmt.Errorf("apply layer %s: target %s is read-only: %w", desc.Digest, layer.Path, errdefs.ErrInvalidArgument)
@@ -111,6 +123,21 @@ func (d *Differ) Apply(ctx context.Context, desc ocispec.Descriptor, mounts []mo
 		"duration": time.Since(start),
 	}).Debug("layer applied")
 	return applied, nil
+}
+
+// own declines (NotImplemented) a snapshot of another snapshotter, such as
+// containerd's own windows snapshotter, whose mounts look the same: as
+// containerd's differs do with mounts they do not handle
+// (plugins/diff/windows/windows.go, mountsToLayerAndParents), so its diff
+// service tries the next differ of its chain. A refusal of ours (the build check) would end
+// the chain instead.
+func (d *Differ) own(l layermount.Layer) error {
+	dir := filepath.Dir(filepath.Clean(l.Path))
+	// Windows paths compare without case.
+	if dir == d.snapshots || (runtime.GOOS == "windows" && strings.EqualFold(dir, d.snapshots)) {
+		return nil
+	}
+	return fmt.Errorf("%s is not a snapshot of winproc's snapshotter (its snapshots are in %s); leaving it to the next differ: %w", l.Path, d.snapshots, errdefs.ErrNotImplemented)
 }
 
 type countingReader struct {

@@ -92,7 +92,7 @@ func newFixture(t *testing.T) *fixture {
 	}
 	t.Cleanup(func() { sn.Close() })
 	records := imageRecords{}
-	return &fixture{ctx: ctx, store: store, sn: sn, differ: New(store, records, host), records: records}
+	return &fixture{ctx: ctx, store: store, sn: sn, differ: New(store, records, host, sn.Root()), records: records}
 }
 
 func (f *fixture) write(t *testing.T, mediaType string, b []byte, lbls map[string]string) ocispec.Descriptor {
@@ -223,7 +223,7 @@ func TestApplyRejects(t *testing.T) {
 	f := newFixture(t)
 	desc, _ := f.layer(t, map[string]string{"a": "a"})
 	rw := f.unpackMounts(t, "1")
-	ro := []mount.Mount{layermount.Layer{Path: t.TempDir(), ReadOnly: true}.Mount()}
+	ro := []mount.Mount{layermount.Layer{Path: filepath.Join(f.sn.Root(), "snapshots", "9"), ReadOnly: true}.Mount()}
 	tests := []struct {
 		name   string
 		desc   ocispec.Descriptor
@@ -306,9 +306,50 @@ func TestCompareRoundTrip(t *testing.T) {
 
 func TestCompareRejectsUnrelatedLayers(t *testing.T) {
 	f := newFixture(t)
-	upper := []mount.Mount{layermount.Layer{Path: "/s/3", Parents: []string{"/s/2"}}.Mount()}
-	lower := []mount.Mount{layermount.Layer{Path: "/s/9", ReadOnly: true, Parents: []string{"/s/1"}}.Mount()}
+	sn := func(id string) string { return filepath.Join(f.sn.Root(), "snapshots", id) }
+	upper := []mount.Mount{layermount.Layer{Path: sn("3"), Parents: []string{sn("2")}}.Mount()}
+	lower := []mount.Mount{layermount.Layer{Path: sn("9"), ReadOnly: true, Parents: []string{sn("1")}}.Mount()}
 	if _, err := f.differ.Compare(f.ctx, lower, upper); !errdefs.IsInvalidArgument(err) {
 		t.Fatalf("Compare: %v, want InvalidArgument", err)
+	}
+}
+
+// Mounts of another snapshotter (containerd's own windows snapshotter hands
+// out the same windows-layer mounts) are declined with NotImplemented, before
+// the build check: containerd's diff service then tries its next differ,
+// where a refusal would end the chain.
+func TestDeclinesForeignSnapshots(t *testing.T) {
+	f := newFixture(t)
+	desc, _ := f.layer(t, map[string]string{"a.txt": "a"})
+	f.image(t, "example/hyperv-only:1809", "10.0.17763.1", desc) // this host cannot run it
+	other, err := snapshotter.New(f.ctx, t.TempDir())
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer other.Close()
+	foreign, err := other.Prepare(f.ctx, "extract-foreign", "")
+	if err != nil {
+		t.Fatal(err)
+	}
+	escaping := []mount.Mount{layermount.Layer{Path: filepath.Join(f.sn.Root(), "snapshots", "..", "..", "elsewhere")}.Mount()}
+	base := f.unpackMounts(t, "base")
+	tests := []struct {
+		name string
+		run  func() error
+	}{
+		{"apply into another snapshotter's snapshot", func() error { _, err := f.differ.Apply(f.ctx, desc, foreign); return err }},
+		{"apply to a path leaving the root", func() error { _, err := f.differ.Apply(f.ctx, desc, escaping); return err }},
+		{"compare another snapshotter's snapshot", func() error { _, err := f.differ.Compare(f.ctx, base, foreign); return err }},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			if err := tc.run(); !errdefs.IsNotImplemented(err) {
+				t.Fatalf("error %v, want NotImplemented", err)
+			}
+		})
+	}
+	l, _ := layermount.Decode(foreign)
+	if entries, _ := os.ReadDir(l.Path); len(entries) != 0 {
+		t.Errorf("declined apply wrote %d entries into the other snapshotter's snapshot", len(entries))
 	}
 }

@@ -66,6 +66,7 @@ func Run(ctx context.Context, cfg Config) error {
 		contentproxy.NewContentStore(conn),
 		client.NewImageStoreFromClient(imagesapi.NewImagesClient(conn)),
 		cfg.Host,
+		sn.Root(),
 	)
 
 	srv := grpc.NewServer(

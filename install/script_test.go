@@ -1,0 +1,36 @@
+package install
+
+import (
+	"os"
+	"regexp"
+	"testing"
+)
+
+// The snapshotter's service restarts however it stops: `sc.exe failure`
+// restarts it after a crash, and `sc.exe failureflag 1` also after it
+// reported itself stopped with an error (a start that failed), which the
+// service manager otherwise leaves stopped; every pull and pod on the node
+// needs the service. Both are set before the first start.
+func TestScriptServiceRecovery(t *testing.T) {
+	b, err := os.ReadFile("install.ps1")
+	if err != nil {
+		t.Fatal(err)
+	}
+	script := string(b)
+	start := regexp.MustCompile(`(?m)^\s*Start-Service \$ServiceName`).FindStringIndex(script)
+	if start == nil {
+		t.Fatal("install.ps1 does not start the snapshotter service (Start-Service $ServiceName)")
+	}
+	for _, tc := range []struct{ what, pattern string }{
+		{"restart actions after a crash", `Invoke-Native 'sc\.exe' @\('failure', \$ServiceName, 'reset=', '\d+', 'actions=', 'restart/\d+(/restart/\d+)*'\)`},
+		{"restart after a stop with an error", `Invoke-Native 'sc\.exe' @\('failureflag', \$ServiceName, '1'\)`},
+	} {
+		at := regexp.MustCompile(tc.pattern).FindStringIndex(script)
+		switch {
+		case at == nil:
+			t.Errorf("install.ps1 sets no %s: want a line matching %s", tc.what, tc.pattern)
+		case at[0] > start[0]:
+			t.Errorf("install.ps1 sets the %s after starting the service", tc.what)
+		}
+	}
+}
