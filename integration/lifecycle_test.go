@@ -6,7 +6,6 @@ import (
 	"context"
 	"fmt"
 	"os"
-	"path/filepath"
 	"slices"
 	"strconv"
 	"strings"
@@ -154,8 +153,9 @@ func requireNodeClean(t *testing.T, n *node.Node, imageSnapshots int) {
 	}
 	for _, dir := range []string{
 		n.EmulationRoot(),
-		filepath.Join(n.Dir, "state", "io.containerd.runtime.v2.task", node.Namespace),
-		filepath.Join(n.Dir, "state", "io.containerd.sandbox.controller.v1.shim", node.Namespace),
+		// Every task's and every pod's state directory lives here.
+		n.Bundle(""),
+		n.SandboxBundle(""),
 	} {
 		if entries, err := os.ReadDir(dir); err == nil && len(entries) > 0 {
 			var names []string

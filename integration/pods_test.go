@@ -120,6 +120,9 @@ func requireNoPodLeft(t *testing.T, n *node.Node, id string) {
 	}
 	if id != "" {
 		requireNoLeaks(t, n, id)
+		if dir := n.SandboxBundle(id); exists(dir) {
+			t.Errorf("the pod's sandbox state directory is left: %s", dir)
+		}
 	} else if entries, err := os.ReadDir(n.EmulationRoot()); err == nil && len(entries) > 0 {
 		t.Errorf("compute systems left: %v", entries)
 	}

@@ -23,6 +23,12 @@ func (n *Node) Bundle(id string) string {
 	return filepath.Join(n.Dir, "state", "io.containerd.runtime.v2.task", Namespace, id)
 }
 
+// SandboxBundle is the state directory containerd's shim sandbox
+// controller makes for pod id.
+func (n *Node) SandboxBundle(id string) string {
+	return filepath.Join(n.Dir, "state", "io.containerd.sandbox.controller.v1.shim", Namespace, id)
+}
+
 // Leaks lists what is left of container id's task: mounts and directories
 // of its compute system, its bundle, and live processes of its Wine silo.
 func (n *Node) Leaks(id string) []string {
