@@ -13,16 +13,16 @@ import (
 	apitypes "github.com/containerd/containerd/api/types"
 	"github.com/containerd/containerd/v2/core/content"
 	contentproxy "github.com/containerd/containerd/v2/core/content/proxy"
-	"github.com/containerd/containerd/v2/pkg/dialer"
 	"github.com/containerd/containerd/v2/pkg/namespaces"
 	"github.com/containerd/errdefs/pkg/errgrpc"
 	"github.com/containerd/typeurl/v2"
 	"github.com/opencontainers/go-digest"
 	ocispec "github.com/opencontainers/image-spec/specs-go/v1"
 	"google.golang.org/grpc"
-	"google.golang.org/grpc/credentials/insecure"
 	"google.golang.org/protobuf/types/known/emptypb"
 	criapi "k8s.io/cri-api/pkg/apis/runtime/v1"
+
+	"github.com/winproc/winproc/internal/containerdconn"
 )
 
 // runtimePluginType and runtimePluginID name containerd's task runtime,
@@ -39,13 +39,9 @@ type grpcContainerd struct {
 }
 
 func dialContainerd(address string) (Containerd, error) {
-	conn, err := grpc.NewClient(dialer.DialAddress(address),
-		grpc.WithTransportCredentials(insecure.NewCredentials()),
-		grpc.WithContextDialer(dialer.ContextDialer),
-		grpc.WithDefaultCallOptions(grpc.MaxCallRecvMsgSize(16<<20)),
-	)
+	conn, err := containerdconn.Dial(address, grpc.WithDefaultCallOptions(grpc.MaxCallRecvMsgSize(16<<20)))
 	if err != nil {
-		return nil, fmt.Errorf("containerd at %s: %w", address, err)
+		return nil, fmt.Errorf("containerd: %w", err)
 	}
 	return &grpcContainerd{conn: conn}, nil
 }

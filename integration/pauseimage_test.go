@@ -13,13 +13,12 @@ import (
 	leasesapi "github.com/containerd/containerd/api/services/leases/v1"
 	"github.com/containerd/containerd/v2/core/leases"
 	leasesproxy "github.com/containerd/containerd/v2/core/leases/proxy"
-	"github.com/containerd/containerd/v2/pkg/dialer"
 	"github.com/containerd/containerd/v2/pkg/namespaces"
 	"github.com/containerd/errdefs"
 	"google.golang.org/grpc"
-	"google.golang.org/grpc/credentials/insecure"
 
 	"github.com/winproc/winproc/integration/node"
+	"github.com/winproc/winproc/internal/containerdconn"
 	"github.com/winproc/winproc/runtimeclass/containerdconfig"
 	"github.com/winproc/winproc/shim/pauseimage"
 	"github.com/winproc/winproc/snapshotter/layermount"
@@ -31,10 +30,7 @@ import (
 // gRPC, no containerd client.
 func dialContainerd(t *testing.T, n *node.Node) *grpc.ClientConn {
 	t.Helper()
-	conn, err := grpc.NewClient(dialer.DialAddress(n.Address),
-		grpc.WithTransportCredentials(insecure.NewCredentials()),
-		grpc.WithContextDialer(dialer.ContextDialer),
-	)
+	conn, err := containerdconn.Dial(n.Address)
 	if err != nil {
 		t.Fatal(err)
 	}

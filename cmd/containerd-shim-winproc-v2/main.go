@@ -10,7 +10,6 @@ import (
 	"os"
 
 	contentproxy "github.com/containerd/containerd/v2/core/content/proxy"
-	"github.com/containerd/containerd/v2/pkg/dialer"
 	"github.com/containerd/containerd/v2/pkg/namespaces"
 	"github.com/containerd/containerd/v2/pkg/shim"
 	"github.com/containerd/containerd/v2/pkg/shutdown"
@@ -19,8 +18,8 @@ import (
 	"github.com/containerd/plugin/registry"
 	"github.com/containerd/ttrpc"
 	"google.golang.org/grpc"
-	"google.golang.org/grpc/credentials/insecure"
 
+	"github.com/winproc/winproc/internal/containerdconn"
 	"github.com/winproc/winproc/runtimeclass/containerdconfig"
 	"github.com/winproc/winproc/shim/imagecheck"
 	"github.com/winproc/winproc/shim/manager"
@@ -118,12 +117,9 @@ func newServices(ic *plugin.InitContext) (any, error) {
 // dialContainerd sets up a connection to containerd's gRPC API at address;
 // it connects on first use.
 func dialContainerd(address string) (*grpc.ClientConn, error) {
-	conn, err := grpc.NewClient(dialer.DialAddress(address),
-		grpc.WithTransportCredentials(insecure.NewCredentials()),
-		grpc.WithContextDialer(dialer.ContextDialer),
-	)
+	conn, err := containerdconn.Dial(address)
 	if err != nil {
-		return nil, fmt.Errorf("set up connection to containerd at %s: %w", address, err)
+		return nil, fmt.Errorf("containerd: %w", err)
 	}
 	return conn, nil
 }

@@ -36,6 +36,8 @@
 //	windows.network.networkSharedContainerName  Network.SharedContainerName
 //	windows.network.DNSSearchList           Network.DNSSearchList
 //	windows.network.allowUnqualifiedDNSQuery    Network.AllowUnqualifiedDNSQuery
+//	annotation io.kubernetes.cri.sandbox-id     Network.PodSandbox
+//	annotation io.kubernetes.cri.container-type = sandbox  Network.IsPodSandbox
 //	windows.credentialSpec (string|object)  Settings.CredentialSpec, the JSON object as text
 //	windows.devices[] class / vpci-class-guid   Settings.AssignedDevices (interface class GUIDs)
 //	windows.ignoreFlushesDuringBoot         Settings.IgnoreFlushesDuringBoot
@@ -55,8 +57,8 @@
 // apparmorProfile, oomScoreAdj, scheduler, selinuxLabel, ioPriority,
 // execCPUAffinity, user.umask, non-zero user.uid, user.gid or
 // user.additionalGids; containerd itself puts gid 0 in additionalGids).
-// Annotations are not read: hcsshim's io.microsoft.* overrides are runhcs
-// features.
+// Other annotations are not read: hcsshim's io.microsoft.* overrides are
+// runhcs features.
 //
 // Docker's ArgsEscaped convention needs nothing here: the runtime spec's
 // Process has no such field, and containerd turns an ArgsEscaped image's
@@ -83,7 +85,8 @@
 //	SandboxSizeBytes            StorageSandboxSize
 //	HostName                    HostName
 //	Network.Endpoints           EndpointList
-//	Network.SharedContainerName NetworkSharedContainerName
+//	Network.SharedContainerName NetworkSharedContainerName; for a pod's
+//	                            app container, Network.PodSandbox (below)
 //	Network.DNSSearchList       DNSSearchList, joined with ","
 //	Network.AllowUnqualifiedDNSQuery  AllowUnqualifiedDNSQuery
 //	CredentialSpec              Credentials
@@ -106,7 +109,13 @@
 //     backend resolves the namespace to its endpoints with the public hcn
 //     package (hcn.GetNamespaceEndpointIds) and passes them as
 //     EndpointList, or hot-adds them with Container.Modify (a Network Add
-//     request, the only kind v1 Modify takes).
+//     request, the only kind v1 Modify takes). An endpoint attaches to one
+//     compartment, so within a pod only the sandbox container
+//     (Network.IsPodSandbox) gets the namespace's endpoints; the pod's
+//     other containers share its network stack through
+//     NetworkSharedContainerName = Network.PodSandbox, as schema-v1
+//     runtimes did (runhcs puts every container in the namespace through
+//     schema v2's Networking.Namespace instead).
 //   - Resources.CPUAffinity: no field. runhcs pins the silo's job object
 //     out of band, through internal packages.
 //   - System.Modify of CPU or memory limits: the public Container.Modify

@@ -7,6 +7,7 @@ import (
 	"regexp"
 	"strings"
 
+	"github.com/Microsoft/hcsshim/pkg/annotations"
 	"github.com/containerd/containerd/v2/core/mount"
 	"github.com/containerd/errdefs"
 	specs "github.com/opencontainers/runtime-spec/specs-go"
@@ -135,6 +136,13 @@ type Network struct {
 	DNSSearchList []string
 	// AllowUnqualifiedDNSQuery allows resolving single-label names.
 	AllowUnqualifiedDNSQuery bool
+	// PodSandbox is the id of the sandbox (pause) container of the CRI pod
+	// the container belongs to (annotation io.kubernetes.cri.sandbox-id),
+	// "" outside a pod. IsPodSandbox marks that sandbox container itself
+	// (io.kubernetes.cri.container-type=sandbox). A backend that cannot
+	// put every container in the namespace shares the sandbox's network.
+	PodSandbox   string
+	IsPodSandbox bool
 }
 
 // ProcessSettings is a process to start in a system: the init process from
@@ -210,6 +218,9 @@ func FromSpec(spec *specs.Spec, rootfs []mount.Mount, hostCPUs int) (*Settings, 
 	if s.Network, err = networkFrom(w.Network); err != nil {
 		return nil, nil, err
 	}
+	// As hcsshim's internal/oci GetSandboxTypeAndID reads them.
+	s.Network.PodSandbox = spec.Annotations[annotations.KubernetesSandboxID]
+	s.Network.IsPodSandbox = spec.Annotations[annotations.KubernetesContainerType] == "sandbox"
 	if s.CredentialSpec, err = credentialSpec(w.CredentialSpec); err != nil {
 		return nil, nil, err
 	}

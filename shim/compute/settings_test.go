@@ -645,3 +645,32 @@ func TestProcessFromSpecRejects(t *testing.T) {
 		}
 	}
 }
+
+// TestFromSpecPod reads a container's place in a CRI pod from the
+// annotations containerd's CRI puts on every container's spec.
+func TestFromSpecPod(t *testing.T) {
+	tests := []struct {
+		name        string
+		annotations map[string]string
+		want        Network
+	}{
+		{"no pod", nil, Network{Namespace: "0f6c3a6e-1a2b-4c3d-8e9f-001122334455"}},
+		{"sandbox", map[string]string{"io.kubernetes.cri.container-type": "sandbox", "io.kubernetes.cri.sandbox-id": "pod1"},
+			Network{Namespace: "0f6c3a6e-1a2b-4c3d-8e9f-001122334455", PodSandbox: "pod1", IsPodSandbox: true}},
+		{"app container", map[string]string{"io.kubernetes.cri.container-type": "container", "io.kubernetes.cri.sandbox-id": "pod1"},
+			Network{Namespace: "0f6c3a6e-1a2b-4c3d-8e9f-001122334455", PodSandbox: "pod1"}},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			spec := baseSpec()
+			spec.Annotations = tt.annotations
+			s, _, err := FromSpec(spec, baseRootfs(), hostCPUs)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if !reflect.DeepEqual(s.Network, tt.want) {
+				t.Errorf("Network = %#v, want %#v", s.Network, tt.want)
+			}
+		})
+	}
+}

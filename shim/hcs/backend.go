@@ -158,8 +158,9 @@ func (b *Backend) HostCPUs() int {
 //  1. refuse what schema v1 or the host cannot do (checkSettings);
 //  2. refuse an existing system id (hcsshim.OpenContainer) before touching
 //     layers that system may be using;
-//  3. resolve the HNS namespace to its endpoints (hcn) and the image layers
-//     to their ids (NameToGuid);
+//  3. resolve the HNS namespace to its endpoints (hcn), for a pod's sandbox
+//     container only (withPodNetwork), and the image layers to their ids
+//     (NameToGuid);
 //  4. record the scratch (record.go);
 //  5. ActivateLayer(scratch), PrepareLayer(scratch, parents),
 //     GetLayerMountPath(scratch): the scratch volume;
@@ -183,6 +184,7 @@ func (b *Backend) Create(ctx context.Context, id string, s *compute.Settings) (c
 		return nil, classify(fmt.Sprintf("look for an existing compute system %s", id), err, f)
 	}
 
+	s = withPodNetwork(s)
 	endpoints, err := b.endpoints(s.Network)
 	if err != nil {
 		return nil, fmt.Errorf("compute system %s: %w", id, err)

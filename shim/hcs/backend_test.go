@@ -252,3 +252,40 @@ func TestNewOptions(t *testing.T) {
 		t.Errorf("defaults: %+v", b)
 	}
 }
+
+// TestCreatePodNetwork checks the schema-v1 documents of a pod: the
+// sandbox container takes the namespace's endpoints, the pod's other
+// containers share its network stack instead of attaching the same
+// endpoints again.
+func TestCreatePodNetwork(t *testing.T) {
+	tests := []struct {
+		name          string
+		network       compute.Network
+		wantEndpoints []string
+		wantShared    string
+	}{
+		{"pod sandbox", compute.Network{Namespace: "NS", PodSandbox: "pod1", IsPodSandbox: true}, []string{"ep-ns-1"}, ""},
+		{"pod app container", compute.Network{Namespace: "NS", PodSandbox: "pod1"}, nil, "pod1"},
+		{"outside a pod", compute.Network{Namespace: "NS"}, []string{"ep-ns-1"}, ""},
+		{"shared container named by the spec", compute.Network{Namespace: "NS", PodSandbox: "pod1", SharedContainerName: "other"}, []string{"ep-ns-1"}, "other"},
+		{"host-network pod", compute.Network{PodSandbox: "pod1"}, nil, ""},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			b, a := testBackend(t)
+			a.namespaces["NS"] = []string{"ep-ns-1"}
+			s := createSettings()
+			s.Network = tt.network
+			if _, err := b.Create(context.Background(), "ctr", s); err != nil {
+				t.Fatal(err)
+			}
+			c := a.created[0]
+			if !reflect.DeepEqual(c.EndpointList, tt.wantEndpoints) || c.NetworkSharedContainerName != tt.wantShared {
+				t.Errorf("EndpointList %q, NetworkSharedContainerName %q; want %q, %q", c.EndpointList, c.NetworkSharedContainerName, tt.wantEndpoints, tt.wantShared)
+			}
+			if !reflect.DeepEqual(s.Network, tt.network) {
+				t.Errorf("Create changed the caller's settings: %+v", s.Network)
+			}
+		})
+	}
+}

@@ -192,6 +192,29 @@ func layerName(path string) string {
 	return path
 }
 
+// withPodNetwork is s with the network a pod's container gets under schema
+// v1: an HNS endpoint attaches to one network compartment, so only the
+// pod's sandbox (pause) container joins the namespace (its endpoints in
+// EndpointList); every other container of the pod shares the sandbox
+// container's network stack by naming it in NetworkSharedContainerName,
+// as schema-v1 runtimes did (docker's container:<infra> network mode;
+// hcsshim v0.15.0 internal/hcsoci/hcsdoc_wcow.go
+// createWindowsContainerDocument passes the field through, and the RS4
+// path of cmd/runhcs/container.go createContainer follows it to the
+// sandbox's namespace). The sandbox container's id is the pod's id in
+// both of containerd's sandbox modes. A spec that names its own shared
+// container, or has no namespace, is left as it is.
+func withPodNetwork(s *compute.Settings) *compute.Settings {
+	n := s.Network
+	if n.IsPodSandbox || n.PodSandbox == "" || n.Namespace == "" || n.SharedContainerName != "" {
+		return s
+	}
+	c := *s
+	c.Network.SharedContainerName = n.PodSandbox
+	c.Network.Namespace = ""
+	return &c
+}
+
 // mergeEndpoints is the EndpointList: the explicit endpoints in order, then
 // the namespace's that are not already listed. HNS ids are GUIDs, compared
 // ignoring case and braces.

@@ -24,7 +24,8 @@ import (
 )
 
 // Stdio names containerd's ends of a process's standard streams: fifos on
-// Linux, named pipes on Windows. Empty names are not connected.
+// Linux, named pipes on Windows; or, in Stdout and Stderr alike, a log URI
+// (binary:// or file://, see loguri.go). Empty names are not connected.
 type Stdio struct {
 	Stdin, Stdout, Stderr string
 	Terminal              bool
@@ -121,7 +122,7 @@ func (p *Process) Start(ctx context.Context, sys compute.System) error {
 	if p.status != task.Status_CREATED {
 		return fmt.Errorf("process %s is %s, only a created process can start: %w", p.id, statusName(p.status), errdefs.ErrFailedPrecondition)
 	}
-	s, err := openStreams(ctx, p.stdio.connected())
+	s, err := openStdio(ctx, p.id, p.stdio.connected())
 	if err != nil {
 		return fmt.Errorf("connect stdio of process %s: %w", p.id, err)
 	}

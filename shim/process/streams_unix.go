@@ -57,7 +57,7 @@ func openStreams(ctx context.Context, stdio Stdio) (_ *streams, retErr error) {
 			return nil, fmt.Errorf("stat %s: %w", out.path, err)
 		}
 		if !isFifo {
-			// A log file given by path (ctr --log-uri file://...).
+			// A log file given as a plain path rather than a file:// URI.
 			f, err := os.OpenFile(out.path, os.O_WRONLY|os.O_APPEND|os.O_CREATE, 0o640)
 			if err != nil {
 				return nil, fmt.Errorf("open log file %s: %w", out.path, err)

@@ -16,6 +16,7 @@ import (
 	"syscall"
 	"time"
 
+	"github.com/Microsoft/hcsshim/pkg/annotations"
 	sandboxAPI "github.com/containerd/containerd/api/runtime/sandbox/v1"
 	taskAPI "github.com/containerd/containerd/api/runtime/task/v3"
 	"github.com/containerd/containerd/api/types"
@@ -118,7 +119,7 @@ func (s *Service) CreateSandbox(ctx context.Context, r *sandboxAPI.CreateSandbox
 	if err != nil {
 		return nil, fmt.Errorf("sandbox %s: %w", r.SandboxID, err)
 	}
-	spec := pauseSpec(settings, rootfs)
+	spec := pauseSpec(r.SandboxID, settings, rootfs)
 	if err := s.tasks.CreateFromSpec(ctx, r.SandboxID, r.BundlePath, spec, rootfs.Mounts, release); err != nil {
 		if rerr := release(ctx); rerr != nil {
 			log.G(ctx).WithError(rerr).WithField("sandbox", r.SandboxID).Warn("release pause rootfs after failed create")
@@ -131,8 +132,10 @@ func (s *Service) CreateSandbox(ctx context.Context, r *sandboxAPI.CreateSandbox
 	return &sandboxAPI.CreateSandboxResponse{}, nil
 }
 
-// pauseSpec is the OCI spec of the pod's infrastructure container.
-func pauseSpec(p *cri.Pod, rootfs *pauseimage.Rootfs) *specs.Spec {
+// pauseSpec is the OCI spec of the pod's infrastructure container id. It
+// carries the annotations containerd's CRI puts on the pause container in
+// podsandbox mode, so backends know it as the pod's sandbox container.
+func pauseSpec(id string, p *cri.Pod, rootfs *pauseimage.Rootfs) *specs.Spec {
 	cwd := rootfs.WorkingDir
 	if cwd == "" {
 		cwd = `C:\`
@@ -141,6 +144,10 @@ func pauseSpec(p *cri.Pod, rootfs *pauseimage.Rootfs) *specs.Spec {
 		Version:  specs.Version,
 		Hostname: p.Hostname,
 		Root:     &specs.Root{},
+		Annotations: map[string]string{
+			annotations.KubernetesContainerType: "sandbox",
+			annotations.KubernetesSandboxID:     id,
+		},
 		Process: &specs.Process{
 			Args: rootfs.Args,
 			Env:  rootfs.Env,

@@ -21,12 +21,11 @@ import (
 	"github.com/containerd/containerd/v2/contrib/diffservice"
 	"github.com/containerd/containerd/v2/contrib/snapshotservice"
 	contentproxy "github.com/containerd/containerd/v2/core/content/proxy"
-	"github.com/containerd/containerd/v2/pkg/dialer"
 	"github.com/containerd/containerd/v2/pkg/namespaces"
 	"github.com/containerd/log"
 	"google.golang.org/grpc"
-	"google.golang.org/grpc/credentials/insecure"
 
+	"github.com/winproc/winproc/internal/containerdconn"
 	"github.com/winproc/winproc/snapshotter"
 	"github.com/winproc/winproc/snapshotter/differ"
 	"github.com/winproc/winproc/winbuild"
@@ -54,12 +53,9 @@ func Run(ctx context.Context, cfg Config) error {
 	}
 	defer sn.Close()
 
-	conn, err := grpc.NewClient(dialer.DialAddress(cfg.ContainerdAddress),
-		grpc.WithTransportCredentials(insecure.NewCredentials()),
-		grpc.WithContextDialer(dialer.ContextDialer),
-	)
+	conn, err := containerdconn.Dial(cfg.ContainerdAddress)
 	if err != nil {
-		return fmt.Errorf("set up connection to containerd at %s: %w", cfg.ContainerdAddress, err)
+		return fmt.Errorf("containerd for layer content: %w", err)
 	}
 	defer conn.Close()
 	d := differ.New(
