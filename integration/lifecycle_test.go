@@ -93,7 +93,7 @@ func stopServingPod(t *testing.T, n *node.Node, p *servingPod) {
 		t.Errorf("stop the app of %s: %v", p.name, err)
 	}
 	if st := waitStatus(t, exited); st.ExitCode() != 0 {
-		t.Errorf("app of %s exited %d after SIGTERM, want 0", p.name, st.ExitCode())
+		t.Errorf("app of %s exited %d after SIGTERM, want 0; its output:\n%s", p.name, st.ExitCode(), p.out.String())
 	}
 	if _, err := p.task.Delete(ctx); err != nil {
 		t.Errorf("delete the app's task of %s: %v", p.name, err)

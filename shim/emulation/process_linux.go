@@ -15,6 +15,7 @@ import (
 	"time"
 
 	"github.com/containerd/errdefs"
+	"github.com/containerd/log"
 	"golang.org/x/sys/unix"
 
 	"github.com/winproc/winproc/shim/compute"
@@ -349,6 +350,12 @@ func (p *process) wait() {
 			p.sys.addCPU(timevalDuration(unix.Timeval(ru.Utime)), timevalDuration(unix.Timeval(ru.Stime)))
 		}
 		code, err = exitCode(ps, err)
+		if ws, ok := ps.Sys().(syscall.WaitStatus); ok && ws.Signaled() {
+			// Exit code 1 says only "terminated"; the signal tells who
+			// (SIGKILL: Kill, Terminate or a lost wineserver; SIGINT: a
+			// console event Wine did not turn into CTRL_C).
+			log.L.WithFields(log.Fields{"system": p.sys.id, "pid": p.pid, "signal": ws.Signal().String()}).Warn("emulation: process ended by a signal; its exit code is 1")
+		}
 	}
 	drained := make(chan struct{})
 	go func() {
