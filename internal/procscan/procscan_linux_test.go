@@ -6,6 +6,7 @@ import (
 	"os/exec"
 	"slices"
 	"testing"
+	"time"
 )
 
 func TestLiveFindsAndSkips(t *testing.T) {
@@ -16,7 +17,16 @@ func TestLiveFindsAndSkips(t *testing.T) {
 	}
 	t.Cleanup(func() { cmd.Process.Kill(); cmd.Wait() })
 	marked := func(_ int, _, environ []byte) bool { return bytes.Contains(environ, []byte("PROCSCAN_TEST_MARK=1")) }
-	if got := Live(marked); !slices.Equal(got, []int{cmd.Process.Pid}) {
+	// Start returns once execve has committed, a moment before the kernel
+	// has set up the new program's environment: until then /proc shows
+	// none.
+	var got []int
+	for deadline := time.Now().Add(5 * time.Second); ; time.Sleep(10 * time.Millisecond) {
+		if got = Live(marked); len(got) > 0 || time.Now().After(deadline) {
+			break
+		}
+	}
+	if !slices.Equal(got, []int{cmd.Process.Pid}) {
 		t.Fatalf("Live = %v, want [%d]", got, cmd.Process.Pid)
 	}
 	if c := Comm(cmd.Process.Pid); c != "sleep" {
