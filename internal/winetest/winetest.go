@@ -80,6 +80,26 @@ func WaitServer(t testing.TB, prefix string) {
 	}
 }
 
+// TempDir is t.TempDir for tests that also run under Wine as Windows test
+// binaries: Go's os.RemoveAll fails there with "Invalid function" where
+// os.Remove works, so the directory (flat: files only) is removed file by
+// file, without failing the test.
+func TempDir(t testing.TB) string {
+	t.Helper()
+	dir, err := os.MkdirTemp("", "winproc-test-")
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() {
+		entries, _ := os.ReadDir(dir)
+		for _, e := range entries {
+			os.Remove(filepath.Join(dir, e.Name()))
+		}
+		os.Remove(dir)
+	})
+	return dir
+}
+
 func goTool() string {
 	if p := filepath.Join(runtime.GOROOT(), "bin", "go"); fileExists(p) {
 		return p

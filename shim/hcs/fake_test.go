@@ -4,13 +4,13 @@ import (
 	"errors"
 	"fmt"
 	"io"
-	"os"
-	"path/filepath"
 	"strings"
 	"sync"
 	"syscall"
 	"testing"
 	"time"
+
+	"github.com/winproc/winproc/internal/winetest"
 )
 
 // The fake of hcsshim behaves as hcsshim's public API does where the
@@ -428,30 +428,11 @@ func (p *fakeProcess) Close() error {
 func testBackend(t *testing.T) (*Backend, *fakeAPI) {
 	t.Helper()
 	a := newFakeAPI()
-	b := newBackend(a, Options{StateDir: tempDir(t), DrainTimeout: 200 * time.Millisecond})
+	b := newBackend(a, Options{StateDir: winetest.TempDir(t), DrainTimeout: 200 * time.Millisecond})
 	b.lostProcessTimeout = 200 * time.Millisecond
 	b.closeWaitTimeout = time.Second
 	b.layerRetryDelay = time.Millisecond
 	return b, a
-}
-
-// tempDir is t.TempDir, but removed file by file and without failing the
-// test: under Wine (these tests also run there) os.RemoveAll fails with
-// "Invalid function" where os.Remove works.
-func tempDir(t *testing.T) string {
-	t.Helper()
-	dir, err := os.MkdirTemp("", "hcs-test-")
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() {
-		entries, _ := os.ReadDir(dir)
-		for _, e := range entries {
-			os.Remove(filepath.Join(dir, e.Name()))
-		}
-		os.Remove(dir)
-	})
-	return dir
 }
 
 // within fails the test unless ch closes within a second.

@@ -7,10 +7,12 @@ import (
 	"testing"
 
 	"github.com/containerd/errdefs"
+
+	"github.com/winproc/winproc/internal/winetest"
 )
 
 func TestRecords(t *testing.T) {
-	r := records{dir: filepath.Join(tempDir(t), "state")}
+	r := records{dir: filepath.Join(winetest.TempDir(t), "state")}
 	t.Cleanup(func() {
 		for _, name := range []string{"a", "bad", "other", "empty"} {
 			os.Remove(r.path(name))

@@ -16,6 +16,7 @@ import (
 	"github.com/containerd/containerd/v2/pkg/namespaces"
 	"github.com/containerd/errdefs"
 
+	"github.com/winproc/winproc/internal/winetest"
 	"github.com/winproc/winproc/shim/compute"
 )
 
@@ -62,24 +63,6 @@ func runTestLogger(dir string) error {
 	}
 	wg.Wait()
 	return errors.Join(errs...)
-}
-
-// tempDir is a directory removed file by file: Go's os.RemoveAll, which
-// t.TempDir uses, fails under Wine.
-func tempDir(t *testing.T) string {
-	t.Helper()
-	dir, err := os.MkdirTemp("", "winproc-process-test")
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() {
-		entries, _ := os.ReadDir(dir)
-		for _, e := range entries {
-			os.Remove(filepath.Join(dir, e.Name()))
-		}
-		os.Remove(dir)
-	})
-	return dir
 }
 
 // uriPathOf is how containerd's cio.LogURIGenerator writes path into a URI.
@@ -157,7 +140,7 @@ func TestBinaryLogURI(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	dir := tempDir(t)
+	dir := winetest.TempDir(t)
 	uri := (&url.URL{Scheme: "binary", Path: uriPathOf(exe), RawQuery: url.Values{"test-logger": {dir}}.Encode()}).String()
 	startWithLogURI(t, uri)
 	for name, want := range map[string]string{
@@ -174,7 +157,7 @@ func TestBinaryLogURI(t *testing.T) {
 }
 
 func TestFileLogURI(t *testing.T) {
-	dir := tempDir(t)
+	dir := winetest.TempDir(t)
 	path := filepath.Join(dir, "ctr.log")
 	startWithLogURI(t, (&url.URL{Scheme: "file", Path: uriPathOf(path)}).String())
 	if b, err := os.ReadFile(path); err != nil || string(b) != "to stdout\nto stderr\n" {
@@ -192,7 +175,7 @@ func TestLogURIRefusesStdin(t *testing.T) {
 // TestMissingLogger refuses the start of a process whose logging binary
 // cannot start, naming the binary.
 func TestMissingLogger(t *testing.T) {
-	dir := tempDir(t)
+	dir := winetest.TempDir(t)
 	uri := (&url.URL{Scheme: "binary", Path: uriPathOf(filepath.Join(dir, "missing-logger"))}).String()
 	p := New("ctr1", &compute.ProcessSettings{}, Stdio{Stdout: uri, Stderr: uri}, nil)
 	if err := p.Start(context.Background(), &fakeSystem{}); err == nil || !strings.Contains(err.Error(), "missing-logger") {
