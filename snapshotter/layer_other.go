@@ -7,6 +7,8 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+
+	"github.com/winproc/winproc/snapshotter/layermount"
 )
 
 // Off Windows the snapshotter serves winproc's emulation backend, which
@@ -19,14 +21,8 @@ import (
 // The emulation does not enforce the scratch size label: a directory has no
 // size of its own.
 
-// The directories of an emulation scratch, named for the shim's overlay mount.
-const (
-	ScratchUpper = "Files"
-	ScratchWork  = "work"
-)
-
 func createScratch(ctx context.Context, dir string, parents []string, size uint64) error {
-	for _, d := range []string{ScratchUpper, ScratchWork} {
+	for _, d := range []string{layermount.ScratchUpper, layermount.ScratchWork} {
 		if err := os.Mkdir(filepath.Join(dir, d), 0o700); err != nil {
 			return fmt.Errorf("create scratch: %w", err)
 		}
@@ -35,7 +31,7 @@ func createScratch(ctx context.Context, dir string, parents []string, size uint6
 }
 
 func commitLayer(ctx context.Context, dir string, parents []string) error {
-	if err := os.RemoveAll(filepath.Join(dir, ScratchWork)); err != nil {
+	if err := os.RemoveAll(filepath.Join(dir, layermount.ScratchWork)); err != nil {
 		return fmt.Errorf("drop overlay work directory of %s: %w", dir, err)
 	}
 	return nil

@@ -21,7 +21,7 @@ import (
 	"golang.org/x/sys/unix"
 
 	"github.com/winproc/winproc/shim/compute"
-	"github.com/winproc/winproc/snapshotter"
+	"github.com/winproc/winproc/snapshotter/layermount"
 )
 
 // DefaultRoot is a suggested Config.Root: under /run, so that the systems'
@@ -175,8 +175,8 @@ func (b *Backend) Create(ctx context.Context, id string, s *compute.Settings) (_
 	}
 	// The layers must be there: the overlay would refuse them too, less
 	// clearly.
-	upper := filepath.Join(s.Layers.Scratch, snapshotter.ScratchUpper)
-	work := filepath.Join(s.Layers.Scratch, snapshotter.ScratchWork)
+	upper := filepath.Join(s.Layers.Scratch, layermount.ScratchUpper)
+	work := filepath.Join(s.Layers.Scratch, layermount.ScratchWork)
 	for _, d := range []string{upper, work} {
 		if err := isDir(d); err != nil {
 			return nil, fmt.Errorf("emulation: scratch layer: %w", err)

@@ -23,7 +23,7 @@
 //	               directories (nearest first) over the template prefix's
 //	               drive_c (which stands in for the host OS files), with
 //	               the scratch's Files/ as upper and its work/ as work
-//	               directory (snapshotter.ScratchUpper, ScratchWork): the
+//	               directory (layermount.ScratchUpper, ScratchWork): the
 //	               union view WCIFS gives on Windows. The prefix's
 //	               dosdevices/c: link points at it (../../c).
 //

@@ -23,7 +23,7 @@ import (
 	"github.com/winproc/winproc/internal/winetest"
 	"github.com/winproc/winproc/pause"
 	"github.com/winproc/winproc/shim/compute"
-	"github.com/winproc/winproc/snapshotter"
+	"github.com/winproc/winproc/snapshotter/layermount"
 )
 
 // These tests run real Wine on real overlay mounts. They need root and the
@@ -102,7 +102,7 @@ func (f *fixture) layer(t *testing.T, base, name string, files map[string]string
 func scratch(t *testing.T, base string) string {
 	t.Helper()
 	dir := filepath.Join(base, "scratch")
-	for _, d := range []string{snapshotter.ScratchUpper, snapshotter.ScratchWork} {
+	for _, d := range []string{layermount.ScratchUpper, layermount.ScratchWork} {
 		if err := os.MkdirAll(filepath.Join(dir, d), 0o700); err != nil {
 			t.Fatal(err)
 		}
@@ -510,7 +510,7 @@ func TestWine(t *testing.T) {
 					t.Errorf("line %d: %q, want %q", i, lines[i], w)
 				}
 			}
-			if b, err := os.ReadFile(filepath.Join(sc, snapshotter.ScratchUpper, "written.txt")); err != nil || string(b) != "scratch" {
+			if b, err := os.ReadFile(filepath.Join(sc, layermount.ScratchUpper, "written.txt")); err != nil || string(b) != "scratch" {
 				t.Errorf("written.txt in the scratch: %q, %v", b, err)
 			}
 			for _, l := range []string{lower, upperLayer} {
@@ -801,7 +801,7 @@ func TestWine(t *testing.T) {
 			}
 			stopAndClose(t, sys)
 			f.checkGone(t, id)
-			if _, err := os.Stat(filepath.Join(sc, snapshotter.ScratchUpper, "written.txt")); err != nil {
+			if _, err := os.Stat(filepath.Join(sc, layermount.ScratchUpper, "written.txt")); err != nil {
 				t.Errorf("the scratch lost its content: %v", err)
 			}
 			if _, err := os.Stat(filepath.Join(rw, "out.txt")); err != nil {
@@ -1072,7 +1072,7 @@ func TestWine(t *testing.T) {
 		if !strings.HasPrefix(r.stdout, "wrote") {
 			t.Errorf("output %q", r.stdout)
 		}
-		if _, err := os.Stat(filepath.Join(base, "scratch", snapshotter.ScratchUpper, "w.txt")); err != nil {
+		if _, err := os.Stat(filepath.Join(base, "scratch", layermount.ScratchUpper, "w.txt")); err != nil {
 			t.Error(err)
 		}
 		stopAndClose(t, sys)

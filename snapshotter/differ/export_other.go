@@ -9,7 +9,6 @@ import (
 	"os"
 	"path/filepath"
 
-	"github.com/winproc/winproc/snapshotter"
 	"github.com/winproc/winproc/snapshotter/layermount"
 	"github.com/winproc/winproc/snapshotter/wclayer"
 )
@@ -18,8 +17,8 @@ import (
 // overlay work directory still present) is an overlay upper directory; a
 // committed layer is what the importer wrote, metadata sidecar included.
 func exportLayer(ctx context.Context, w io.Writer, layer layermount.Layer) error {
-	if _, err := os.Stat(filepath.Join(layer.Path, snapshotter.ScratchWork)); err == nil {
-		return wclayer.ExportDiff(ctx, w, filepath.Join(layer.Path, snapshotter.ScratchUpper))
+	if _, err := os.Stat(filepath.Join(layer.Path, layermount.ScratchWork)); err == nil {
+		return wclayer.ExportDiff(ctx, w, filepath.Join(layer.Path, layermount.ScratchUpper))
 	} else if !errors.Is(err, os.ErrNotExist) {
 		return err
 	}

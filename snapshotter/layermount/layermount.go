@@ -25,6 +25,17 @@ const (
 	parentsOption = "parentLayerPaths="
 )
 
+// The directories of a scratch in the Linux emulation, where the snapshot
+// directory Path of an active snapshot holds ScratchUpper, the upper
+// directory of the shim's overlay mount of drive C: (its deletions are
+// overlayfs whiteouts, as the layer importer writes them, so a committed
+// scratch is a layer as it stands), and ScratchWork, overlayfs's workdir.
+// On Windows a scratch is sandbox.vhdx instead.
+const (
+	ScratchUpper = "Files"
+	ScratchWork  = "work"
+)
+
 // Layer is a decoded windows-layer mount.
 type Layer struct {
 	// Path is the snapshot's own directory: the scratch of an active
