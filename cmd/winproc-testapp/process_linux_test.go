@@ -73,6 +73,10 @@ func startProc(t *testing.T, cmd *exec.Cmd) *proc {
 	t.Cleanup(func() {
 		select {
 		case <-p.exited:
+			if t.Failed() {
+				// How it ended (a signal shows as "signal: ...").
+				t.Logf("%s ended: %v; stderr %q", cmd.Path, p.err, p.stderr)
+			}
 		default:
 			cmd.Process.Kill()
 			<-p.exited
