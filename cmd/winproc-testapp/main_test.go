@@ -341,9 +341,9 @@ func TestServe(t *testing.T) {
 		t.Errorf("exit status %d after CTRL_C_EVENT, want 0", code)
 	}
 	lines := strings.Split(s.stdout.String(), "\n")
-	if len(lines) != 5 || lines[3] != "stopping: CTRL_C_EVENT" || lines[4] != "" ||
+	if len(lines) != 6 || lines[3] != "stopping: CTRL_C_EVENT" || lines[4] != "exiting with status 0" || lines[5] != "" ||
 		!strings.Contains(lines[1], " GET / 200 ") || !strings.Contains(lines[2], " GET /healthz 200 2B ") {
-		t.Errorf("stdout %q, want listening, a log line per request, stopping", s.stdout)
+		t.Errorf("stdout %q, want listening, a log line per request, stopping, the exit status", s.stdout)
 	}
 	if _, err := http.Get("http://" + addr + "/healthz"); err == nil {
 		t.Errorf("still serving after it stopped")

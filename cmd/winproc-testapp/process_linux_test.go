@@ -215,8 +215,8 @@ func TestProcess(t *testing.T) {
 						t.Errorf("exit status %d, want 0 (stderr %q)", code, p.stderr)
 					}
 					out := p.stdout.String()
-					if !strings.Contains(out, " GET / 200 ") || !strings.HasSuffix(out, "\nstopping: "+stop.want+"\n") {
-						t.Errorf("stdout %q, want the request logged, then stopping: %s", out, stop.want)
+					if !strings.Contains(out, " GET / 200 ") || !strings.HasSuffix(out, "\nstopping: "+stop.want+"\nexiting with status 0\n") {
+						t.Errorf("stdout %q, want the request logged, then stopping: %s and the exit status", out, stop.want)
 					}
 				})
 			}

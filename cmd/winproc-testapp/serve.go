@@ -54,12 +54,11 @@ func (p *program) serve(args []string) int {
 	go func() { served <- srv.Serve(ln) }()
 	fmt.Fprintf(out, "listening on %s\n", ln.Addr())
 
-	code, exited := 0, false
+	code := 0
 	select {
 	case sig := <-events:
 		fmt.Fprintf(out, "stopping: %s\n", eventName(sig))
 	case code = <-exits:
-		exited = true
 	case err := <-served:
 		fmt.Fprintf(p.stderr, "%s: serve: %v\n", name, err)
 		return 1
@@ -70,10 +69,9 @@ func (p *program) serve(args []string) int {
 		fmt.Fprintf(p.stderr, "%s: shutdown: %v\n", name, err)
 		srv.Close()
 	}
-	if exited {
-		// Printed after Shutdown, so after the /exit request's log line.
-		fmt.Fprintf(out, "exiting with status %d\n", code)
-	}
+	// Printed after Shutdown, so after the /exit request's log line. It is
+	// the app's last word: a runtime that reports another status lost it.
+	fmt.Fprintf(out, "exiting with status %d\n", code)
 	return code
 }
 

@@ -84,13 +84,17 @@
 // too (Wine cannot deliver CTRL_SHUTDOWN_EVENT). Kill is SIGKILL. Pids are
 // Linux pids. Exit codes keep only their low 8 bits (Linux's exit status):
 // 0xC000013A arrives as 58; a process killed by a signal reports 1, and the
-// backend logs which signal. The wineserver itself SIGKILLs the Unix
-// process of a Windows process it has seen end; when that kill wins the
-// race against the process's own exit (seen under CPU load, about once in
-// a few hundred graceful stops), its real exit code is lost and 1 is
-// reported. Reading exit codes from inside the silo (an agent that creates
-// the processes and asks Windows for their exit codes, as HCS does) would
-// close this and keep all 32 bits.
+// backend logs which signal. A Wine process closes its connection to the
+// wineserver before it calls exit() (ntdll's process_exit_wrapper), and the
+// wineserver SIGKILLs a process that has closed it but is still alive a
+// moment later (server/process.c, start_sigkill_timer). Almost always the
+// process is already in the kernel's exit and the kill is ignored (the
+// kernel's signal_generate trace shows many such kills, result "ignored");
+// a process descheduled between the two steps for longer than the delay
+// (heavy CPU load, about once in a few hundred graceful stops) dies of the
+// kill, its exit code is lost and 1 is reported. Reading exit codes from
+// inside the silo (an agent that creates the processes and asks Windows
+// for their exit codes, as HCS does) would close this and keep all 32 bits.
 //
 // # Stopping and cleaning up
 //
