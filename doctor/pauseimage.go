@@ -14,7 +14,7 @@ import (
 	"github.com/opencontainers/image-spec/identity"
 	ocispec "github.com/opencontainers/image-spec/specs-go/v1"
 
-	"github.com/winproc/winproc/shim/compute"
+	"github.com/winproc/winproc/internal/wincmdline"
 	"github.com/winproc/winproc/shim/options"
 	"github.com/winproc/winproc/winbuild"
 	"github.com/winproc/winproc/winimage"
@@ -288,7 +288,7 @@ func readJSON(ctx context.Context, store blobReader, ns string, desc ocispec.Des
 // firstWord returns the program of a Windows command line, as Windows
 // splits it.
 func firstWord(cmdline string) string {
-	if args := compute.SplitCommandLine(cmdline); len(args) > 0 {
+	if args := wincmdline.SplitCommandLine(cmdline); len(args) > 0 {
 		return args[0]
 	}
 	return ""

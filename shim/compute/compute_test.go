@@ -31,3 +31,21 @@ func TestSignalString(t *testing.T) {
 		}
 	}
 }
+
+func TestMemoryLimitMB(t *testing.T) {
+	const mib = 1 << 20
+	for _, tc := range []struct{ bytes, mb uint64 }{
+		{0, 0},
+		{1, 1},
+		{mib - 1, 1},
+		{mib, 1},
+		{mib + 1, 2},
+		{1536 * mib, 1536},
+		{1536*mib + 512*1024, 1537},
+		{^uint64(0), 1 << 44},
+	} {
+		if got := (Resources{MemoryLimitBytes: tc.bytes}).MemoryLimitMB(); got != tc.mb {
+			t.Errorf("MemoryLimitMB(%d bytes) = %d, want %d", tc.bytes, got, tc.mb)
+		}
+	}
+}

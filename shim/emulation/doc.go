@@ -51,7 +51,7 @@
 // # Processes
 //
 // CreateProcess runs `wine <program> <args>`, with the command line split by
-// compute.SplitCommandLine and the program resolved on C: as CreateProcess
+// wincmdline.SplitCommandLine and the program resolved on C: as CreateProcess
 // resolves it (".exe" appended, then the working directory, system32,
 // windows and PATH searched) and passed as a full path, so that the Linux
 // process is the program's own and not start.exe. Its Linux working

@@ -18,6 +18,7 @@ import (
 	"github.com/containerd/log"
 	"golang.org/x/sys/unix"
 
+	"github.com/winproc/winproc/internal/wincmdline"
 	"github.com/winproc/winproc/shim/compute"
 )
 
@@ -60,7 +61,7 @@ var _ compute.Process = (*process)(nil)
 
 // CreateProcess starts `wine <program> <args...>` in the system:
 //
-//   - the command line is split with compute.SplitCommandLine; the program
+//   - the command line is split with wincmdline.SplitCommandLine; the program
 //     is looked up as CreateProcess would (resolveProgram) and passed to
 //     wine as a full C: path, so the Linux process started is the
 //     program's own (Wine rebuilds the command line from the arguments, so
@@ -80,7 +81,7 @@ func (s *system) CreateProcess(ctx context.Context, p *compute.ProcessSettings) 
 	if p == nil {
 		return nil, errInvalid("emulation: no process settings")
 	}
-	args := compute.SplitCommandLine(p.CommandLine)
+	args := wincmdline.SplitCommandLine(p.CommandLine)
 	if len(args) == 0 || args[0] == "" {
 		return nil, errInvalid("emulation: empty command line")
 	}

@@ -266,7 +266,7 @@ func buildProcessConfig(p *compute.ProcessSettings) (*processConfig, error) {
 // name: Windows has no empty variables, and runhcs drops them too. What the
 // map loses is the order of the list and the duplicates, which do not
 // matter once the later entry has won. Entries without '=' are skipped
-// (compute.FromSpec refuses them).
+// (specconv.FromSpec refuses them).
 func environment(env []string) map[string]string {
 	m := make(map[string]string)
 	key := make(map[string]string) // upper-case name -> spelling in m

@@ -12,7 +12,7 @@ import (
 	"github.com/containerd/errdefs"
 	"github.com/containerd/log"
 
-	"github.com/winproc/winproc/shim/compute"
+	"github.com/winproc/winproc/internal/wincmdline"
 )
 
 // filesDir is the directory of a windowsfilter layer holding the layer's
@@ -62,7 +62,7 @@ func checkProgram(ctx context.Context, image string, args []string, escaped bool
 // firstWord returns the program of a Windows command line, as Windows
 // splits it.
 func firstWord(cmdline string) string {
-	if args := compute.SplitCommandLine(cmdline); len(args) > 0 {
+	if args := wincmdline.SplitCommandLine(cmdline); len(args) > 0 {
 		return args[0]
 	}
 	return ""

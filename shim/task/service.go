@@ -33,6 +33,7 @@ import (
 
 	"github.com/winproc/winproc/shim/compute"
 	"github.com/winproc/winproc/shim/process"
+	"github.com/winproc/winproc/shim/specconv"
 )
 
 // Service implements the task API over a compute backend.
@@ -141,7 +142,7 @@ func (s *Service) CreateFromSpec(ctx context.Context, id, bundle string, spec *s
 }
 
 func (s *Service) create(ctx context.Context, id, bundle string, spec *specs.Spec, rootfs []mount.Mount, stdio process.Stdio, release func(context.Context) error) error {
-	settings, procSettings, err := compute.FromSpec(spec, rootfs, s.backend.HostCPUs())
+	settings, procSettings, err := specconv.FromSpec(spec, rootfs, s.backend.HostCPUs())
 	if err != nil {
 		return fmt.Errorf("task %s: %w", id, err)
 	}
@@ -308,7 +309,7 @@ func (s *Service) Exec(ctx context.Context, r *taskAPI.ExecProcessRequest) (_ *e
 	if err := json.Unmarshal(r.Spec.GetValue(), &spec); err != nil {
 		return nil, fmt.Errorf("decode the process spec of exec %s: %v: %w", r.ExecID, err, errdefs.ErrInvalidArgument)
 	}
-	settings, err := compute.ProcessFromSpec(&spec)
+	settings, err := specconv.ProcessFromSpec(&spec)
 	if err != nil {
 		return nil, fmt.Errorf("exec %s: %w", r.ExecID, err)
 	}
@@ -440,7 +441,7 @@ func (s *Service) Update(ctx context.Context, r *taskAPI.UpdateTaskRequest) (_ *
 			return nil, fmt.Errorf("update of task %s: resources are not Windows resources: %v: %w", r.ID, err, errdefs.ErrInvalidArgument)
 		}
 	}
-	resources, err := compute.ResourcesFromSpec(&res, s.backend.HostCPUs())
+	resources, err := specconv.ResourcesFromSpec(&res, s.backend.HostCPUs())
 	if err != nil {
 		return nil, fmt.Errorf("update of task %s: %w", r.ID, err)
 	}

@@ -1,4 +1,4 @@
-package compute
+package specconv
 
 import (
 	"context"
@@ -14,6 +14,9 @@ import (
 	"github.com/containerd/errdefs"
 	specs "github.com/opencontainers/runtime-spec/specs-go"
 
+	"github.com/winproc/winproc/internal/wincmdline"
+	"github.com/winproc/winproc/shim/compute"
+	"github.com/winproc/winproc/shim/winpath"
 	"github.com/winproc/winproc/snapshotter/layermount"
 )
 
@@ -186,14 +189,14 @@ func FuzzFromSpec(f *testing.F) {
 	})
 }
 
-func checkLayers(t *testing.T, l Layers, rootfs []mount.Mount, folders []string) {
+func checkLayers(t *testing.T, l compute.Layers, rootfs []mount.Mount, folders []string) {
 	t.Helper()
 	if len(l.Parents) == 0 {
 		t.Fatalf("no parent layers: %#v", l)
 	}
 	seen := make(map[string]bool)
 	for _, p := range append([]string{l.Scratch}, l.Parents...) {
-		if !isAbsHostPath(p) || seen[strings.ToLower(p)] {
+		if !winpath.IsAbsHostPath(p) || seen[strings.ToLower(p)] {
 			t.Fatalf("layer %q is relative or repeated in %#v", p, l)
 		}
 		seen[strings.ToLower(p)] = true
@@ -213,7 +216,7 @@ func checkLayers(t *testing.T, l Layers, rootfs []mount.Mount, folders []string)
 	}
 }
 
-func checkResources(t *testing.T, r Resources, hostCPUs int) {
+func checkResources(t *testing.T, r compute.Resources, hostCPUs int) {
 	t.Helper()
 	set := 0
 	for _, v := range []bool{r.CPUCount != 0, r.CPUMaximum != 0, r.CPUWeight != 0} {
@@ -246,16 +249,16 @@ func checkResources(t *testing.T, r Resources, hostCPUs int) {
 	}
 }
 
-func checkMounts(t *testing.T, dirs []MappedDirectory, pipes []MappedPipe, n int) {
+func checkMounts(t *testing.T, dirs []compute.MappedDirectory, pipes []compute.MappedPipe, n int) {
 	t.Helper()
 	if len(dirs)+len(pipes) != n {
 		t.Fatalf("%d directories and %d pipes from %d mounts", len(dirs), len(pipes), n)
 	}
 	seen := make(map[string]bool)
 	for _, d := range dirs {
-		norm, err := containerPath(d.ContainerPath)
+		norm, err := winpath.ContainerPath(d.ContainerPath)
 		switch {
-		case !isAbsHostPath(d.HostPath):
+		case !winpath.IsAbsHostPath(d.HostPath):
 			t.Fatalf("mapped relative host path %q", d.HostPath)
 		case err != nil || norm != d.ContainerPath:
 			t.Fatalf("container path %q is not normalised (%q, %v)", d.ContainerPath, norm, err)
@@ -267,15 +270,15 @@ func checkMounts(t *testing.T, dirs []MappedDirectory, pipes []MappedPipe, n int
 		seen[strings.ToLower(d.ContainerPath)] = true
 	}
 	for _, p := range pipes {
-		name, ok := pipeName(p.HostPath)
-		if !ok || name == "" || p.ContainerPipeName == "" || seen[strings.ToLower(pipePrefix+p.ContainerPipeName)] {
+		name, ok := winpath.PipeName(p.HostPath)
+		if !ok || name == "" || p.ContainerPipeName == "" || seen[strings.ToLower(winpath.PipePrefix+p.ContainerPipeName)] {
 			t.Fatalf("mapped pipe %#v", p)
 		}
-		seen[strings.ToLower(pipePrefix+p.ContainerPipeName)] = true
+		seen[strings.ToLower(winpath.PipePrefix+p.ContainerPipeName)] = true
 	}
 }
 
-func checkSettings(t *testing.T, s *Settings, spec *specs.Spec) {
+func checkSettings(t *testing.T, s *compute.Settings, spec *specs.Spec) {
 	t.Helper()
 	w := spec.Windows
 	if s.HostName != spec.Hostname || s.IgnoreFlushesDuringBoot != w.IgnoreFlushesDuringBoot {
@@ -310,7 +313,7 @@ func checkSettings(t *testing.T, s *Settings, spec *specs.Spec) {
 	}
 }
 
-func checkProcess(t *testing.T, p *ProcessSettings, sp *specs.Process) {
+func checkProcess(t *testing.T, p *compute.ProcessSettings, sp *specs.Process) {
 	t.Helper()
 	if p.CommandLine == "" || p.WorkingDirectory == "" {
 		t.Fatalf("process %#v has no command line or directory", p)
@@ -329,7 +332,7 @@ func checkProcess(t *testing.T, p *ProcessSettings, sp *specs.Process) {
 	if sp.CommandLine == "" {
 		prog := sp.Args[0]
 		if !strings.Contains(prog, `"`) && !strings.HasSuffix(prog, `\`) {
-			if got := SplitCommandLine(p.CommandLine); !slices.Equal(got, sp.Args) {
+			if got := wincmdline.SplitCommandLine(p.CommandLine); !slices.Equal(got, sp.Args) {
 				t.Fatalf("args %q give command line %q, which splits into %q", sp.Args, p.CommandLine, got)
 			}
 		}

@@ -1,4 +1,4 @@
-package compute
+package wincmdline
 
 import (
 	"math/rand"

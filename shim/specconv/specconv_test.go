@@ -1,4 +1,4 @@
-package compute
+package specconv
 
 import (
 	"context"
@@ -14,6 +14,7 @@ import (
 	"github.com/containerd/errdefs"
 	specs "github.com/opencontainers/runtime-spec/specs-go"
 
+	"github.com/winproc/winproc/shim/compute"
 	"github.com/winproc/winproc/snapshotter/layermount"
 )
 
@@ -53,16 +54,16 @@ func TestFromSpecBase(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	wantS := &Settings{
-		Layers:            Layers{Scratch: `C:\snapshots\3`, Parents: []string{`C:\snapshots\2`, `C:\snapshots\1`}},
-		MappedDirectories: []MappedDirectory{{HostPath: `C:\var\lib\kubelet\pods\1\volumes\data`, ContainerPath: `C:\data`}},
+	wantS := &compute.Settings{
+		Layers:            compute.Layers{Scratch: `C:\snapshots\3`, Parents: []string{`C:\snapshots\2`, `C:\snapshots\1`}},
+		MappedDirectories: []compute.MappedDirectory{{HostPath: `C:\var\lib\kubelet\pods\1\volumes\data`, ContainerPath: `C:\data`}},
 		HostName:          "web-0",
-		Network:           Network{Namespace: "0f6c3a6e-1a2b-4c3d-8e9f-001122334455"},
+		Network:           compute.Network{Namespace: "0f6c3a6e-1a2b-4c3d-8e9f-001122334455"},
 	}
 	if !reflect.DeepEqual(s, wantS) {
 		t.Errorf("settings\n got %#v\nwant %#v", s, wantS)
 	}
-	wantP := &ProcessSettings{
+	wantP := &compute.ProcessSettings{
 		CommandLine:      `C:\app\server.exe --port 80`,
 		WorkingDirectory: `C:\app`,
 		User:             "ContainerUser",
@@ -318,7 +319,7 @@ func TestLayersMountAndFolders(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		want := Layers{Scratch: l.Path, Parents: l.Parents}
+		want := compute.Layers{Scratch: l.Path, Parents: l.Parents}
 		if !reflect.DeepEqual(fromMount.Layers, want) {
 			t.Errorf("from mount: %#v, want %#v", fromMount.Layers, want)
 		}
@@ -333,21 +334,21 @@ func TestCPU(t *testing.T) {
 		name  string
 		cpu   *specs.WindowsCPUResources
 		hosts int
-		want  Resources
+		want  compute.Resources
 	}{
-		{name: "none", cpu: nil, hosts: 2, want: Resources{}},
+		{name: "none", cpu: nil, hosts: 2, want: compute.Resources{}},
 		{name: "count capped", cpu: &specs.WindowsCPUResources{Count: ptr[uint64](64)}, hosts: 2,
-			want: Resources{CPUCount: 2, CPUCountCapped: true, RequestedCPUCount: 64}},
-		{name: "count below host", cpu: &specs.WindowsCPUResources{Count: ptr[uint64](2)}, hosts: 4, want: Resources{CPUCount: 2}},
-		{name: "count equal to host", cpu: &specs.WindowsCPUResources{Count: ptr[uint64](4)}, hosts: 4, want: Resources{CPUCount: 4}},
-		{name: "maximum", cpu: &specs.WindowsCPUResources{Maximum: ptr[uint16](2500)}, hosts: 4, want: Resources{CPUMaximum: 2500}},
-		{name: "maximum at limit", cpu: &specs.WindowsCPUResources{Maximum: ptr[uint16](10000)}, hosts: 4, want: Resources{CPUMaximum: 10000}},
-		{name: "shares", cpu: &specs.WindowsCPUResources{Shares: ptr[uint16](2)}, hosts: 4, want: Resources{CPUWeight: 2}},
+			want: compute.Resources{CPUCount: 2, CPUCountCapped: true, RequestedCPUCount: 64}},
+		{name: "count below host", cpu: &specs.WindowsCPUResources{Count: ptr[uint64](2)}, hosts: 4, want: compute.Resources{CPUCount: 2}},
+		{name: "count equal to host", cpu: &specs.WindowsCPUResources{Count: ptr[uint64](4)}, hosts: 4, want: compute.Resources{CPUCount: 4}},
+		{name: "maximum", cpu: &specs.WindowsCPUResources{Maximum: ptr[uint16](2500)}, hosts: 4, want: compute.Resources{CPUMaximum: 2500}},
+		{name: "maximum at limit", cpu: &specs.WindowsCPUResources{Maximum: ptr[uint16](10000)}, hosts: 4, want: compute.Resources{CPUMaximum: 10000}},
+		{name: "shares", cpu: &specs.WindowsCPUResources{Shares: ptr[uint16](2)}, hosts: 4, want: compute.Resources{CPUWeight: 2}},
 		{name: "zeros are unset", cpu: &specs.WindowsCPUResources{Count: ptr[uint64](0), Maximum: ptr[uint16](0), Shares: ptr[uint16](500)},
-			hosts: 4, want: Resources{CPUWeight: 500}},
+			hosts: 4, want: compute.Resources{CPUWeight: 500}},
 		{name: "affinity with a limit", cpu: &specs.WindowsCPUResources{Maximum: ptr[uint16](100),
 			Affinity: []specs.WindowsCPUGroupAffinity{{Mask: 0x3}, {Mask: 0xf0, Group: 1}}}, hosts: 4,
-			want: Resources{CPUMaximum: 100, CPUAffinity: []CPUGroupAffinity{{Mask: 0x3}, {Mask: 0xf0, Group: 1}}}},
+			want: compute.Resources{CPUMaximum: 100, CPUAffinity: []compute.CPUGroupAffinity{{Mask: 0x3}, {Mask: 0xf0, Group: 1}}}},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
@@ -374,7 +375,7 @@ func TestMemoryAndStorage(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	want := Resources{MemoryLimitBytes: 512<<20 + 1, StorageIOPSMaximum: 300, StorageBandwidthMaximum: 1 << 20}
+	want := compute.Resources{MemoryLimitBytes: 512<<20 + 1, StorageIOPSMaximum: 300, StorageBandwidthMaximum: 1 << 20}
 	if !reflect.DeepEqual(s.Resources, want) {
 		t.Errorf("resources %#v, want %#v", s.Resources, want)
 	}
@@ -386,24 +387,6 @@ func TestMemoryAndStorage(t *testing.T) {
 	}
 }
 
-func TestMemoryLimitMB(t *testing.T) {
-	const mib = 1 << 20
-	for _, tc := range []struct{ bytes, mb uint64 }{
-		{0, 0},
-		{1, 1},
-		{mib - 1, 1},
-		{mib, 1},
-		{mib + 1, 2},
-		{1536 * mib, 1536},
-		{1536*mib + 512*1024, 1537},
-		{^uint64(0), 1 << 44},
-	} {
-		if got := (Resources{MemoryLimitBytes: tc.bytes}).MemoryLimitMB(); got != tc.mb {
-			t.Errorf("MemoryLimitMB(%d bytes) = %d, want %d", tc.bytes, got, tc.mb)
-		}
-	}
-}
-
 func TestResourcesFromSpec(t *testing.T) {
 	r, err := ResourcesFromSpec(&specs.WindowsResources{
 		CPU:    &specs.WindowsCPUResources{Count: ptr[uint64](16)},
@@ -412,10 +395,10 @@ func TestResourcesFromSpec(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if want := (Resources{CPUCount: 8, CPUCountCapped: true, RequestedCPUCount: 16, MemoryLimitBytes: 1 << 30}); !reflect.DeepEqual(r, want) {
+	if want := (compute.Resources{CPUCount: 8, CPUCountCapped: true, RequestedCPUCount: 16, MemoryLimitBytes: 1 << 30}); !reflect.DeepEqual(r, want) {
 		t.Errorf("%#v, want %#v", r, want)
 	}
-	if r, err := ResourcesFromSpec(nil, 8); err != nil || !reflect.DeepEqual(r, Resources{}) {
+	if r, err := ResourcesFromSpec(nil, 8); err != nil || !reflect.DeepEqual(r, compute.Resources{}) {
 		t.Errorf("nil resources: %#v, %v", r, err)
 	}
 	for name, bad := range map[string]*specs.WindowsResources{
@@ -446,7 +429,7 @@ func TestMounts(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	wantDirs := []MappedDirectory{
+	wantDirs := []compute.MappedDirectory{
 		{HostPath: `C:\host\ro`, ContainerPath: `C:\data\config`, ReadOnly: true},
 		{HostPath: `C:\host\rw`, ContainerPath: `C:\data\cache`},
 		{HostPath: `C:\host\both`, ContainerPath: `C:\x\z`, ReadOnly: true},
@@ -457,30 +440,12 @@ func TestMounts(t *testing.T) {
 	if !reflect.DeepEqual(s.MappedDirectories, wantDirs) {
 		t.Errorf("mapped directories\n got %#v\nwant %#v", s.MappedDirectories, wantDirs)
 	}
-	wantPipes := []MappedPipe{
+	wantPipes := []compute.MappedPipe{
 		{HostPath: `\\.\pipe\docker_engine`, ContainerPipeName: "docker_engine"},
 		{HostPath: `\\.\PIPE\host-agent`, ContainerPipeName: "agent"},
 	}
 	if !reflect.DeepEqual(s.MappedPipes, wantPipes) {
 		t.Errorf("mapped pipes\n got %#v\nwant %#v", s.MappedPipes, wantPipes)
-	}
-}
-
-func TestContainerPath(t *testing.T) {
-	for in, want := range map[string]string{
-		`C:\data`:           `C:\data`,
-		`c:/data`:           `C:\data`,
-		`c:\\data\\\x\`:     `C:\data\x`,
-		`C:\a\.\b\..\c`:     `C:\a\c`,
-		`d:`:                `D:`,
-		`D:\`:               `D:`,
-		`C:\Program Files`:  `C:\Program Files`,
-		`z:/deep/er/path/.`: `Z:\deep\er\path`,
-	} {
-		got, err := containerPath(in)
-		if err != nil || got != want {
-			t.Errorf("containerPath(%q) = %q, %v; want %q", in, got, err, want)
-		}
 	}
 }
 
@@ -502,7 +467,7 @@ func TestNetworkAndSecurity(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	wantNet := Network{
+	wantNet := compute.Network{
 		Namespace:                "ns-1",
 		Endpoints:                []string{"ep-1", "ep-2"},
 		SharedContainerName:      "pause-1",
@@ -569,12 +534,12 @@ func TestProcess(t *testing.T) {
 	tests := []struct {
 		name   string
 		change func(p *specs.Process)
-		want   ProcessSettings
+		want   compute.ProcessSettings
 	}{
 		{
 			name:   "args escaped",
 			change: func(p *specs.Process) { p.Args = []string{`C:\Program Files\app.exe`, `say "hi"`, ""} },
-			want:   ProcessSettings{CommandLine: `"C:\Program Files\app.exe" "say \"hi\"" ""`},
+			want:   compute.ProcessSettings{CommandLine: `"C:\Program Files\app.exe" "say \"hi\"" ""`},
 		},
 		{
 			name: "commandLine wins over args",
@@ -582,12 +547,12 @@ func TestProcess(t *testing.T) {
 				p.CommandLine = `cmd /S /C "echo a && echo b"`
 				p.Args = []string{"ignored.exe"}
 			},
-			want: ProcessSettings{CommandLine: `cmd /S /C "echo a && echo b"`},
+			want: compute.ProcessSettings{CommandLine: `cmd /S /C "echo a && echo b"`},
 		},
 		{
 			name:   "commandLine alone",
 			change: func(p *specs.Process) { p.Args = nil; p.CommandLine = `ping -t localhost` },
-			want:   ProcessSettings{CommandLine: `ping -t localhost`},
+			want:   compute.ProcessSettings{CommandLine: `ping -t localhost`},
 		},
 		{
 			name: "default cwd, user, env",
@@ -596,7 +561,7 @@ func TestProcess(t *testing.T) {
 				p.User.Username = `NT AUTHORITY\SYSTEM`
 				p.Env = []string{"EMPTY=", "EQ=a=b", "Path=x"}
 			},
-			want: ProcessSettings{CommandLine: "app.exe", WorkingDirectory: `C:\`, User: `NT AUTHORITY\SYSTEM`, Env: []string{"EMPTY=", "EQ=a=b", "Path=x"}},
+			want: compute.ProcessSettings{CommandLine: "app.exe", WorkingDirectory: `C:\`, User: `NT AUTHORITY\SYSTEM`, Env: []string{"EMPTY=", "EQ=a=b", "Path=x"}},
 		},
 		{
 			name: "terminal with size",
@@ -604,12 +569,12 @@ func TestProcess(t *testing.T) {
 				p.Terminal = true
 				p.ConsoleSize = &specs.Box{Height: 40, Width: 120}
 			},
-			want: ProcessSettings{CommandLine: "app.exe", Terminal: true, ConsoleWidth: 120, ConsoleHeight: 40},
+			want: compute.ProcessSettings{CommandLine: "app.exe", Terminal: true, ConsoleWidth: 120, ConsoleHeight: 40},
 		},
 		{
 			name:   "console size without terminal is ignored",
 			change: func(p *specs.Process) { p.ConsoleSize = &specs.Box{Height: 40, Width: 120} },
-			want:   ProcessSettings{CommandLine: "app.exe"},
+			want:   compute.ProcessSettings{CommandLine: "app.exe"},
 		},
 	}
 	for _, tc := range tests {
@@ -652,13 +617,13 @@ func TestFromSpecPod(t *testing.T) {
 	tests := []struct {
 		name        string
 		annotations map[string]string
-		want        Network
+		want        compute.Network
 	}{
-		{"no pod", nil, Network{Namespace: "0f6c3a6e-1a2b-4c3d-8e9f-001122334455"}},
+		{"no pod", nil, compute.Network{Namespace: "0f6c3a6e-1a2b-4c3d-8e9f-001122334455"}},
 		{"sandbox", map[string]string{"io.kubernetes.cri.container-type": "sandbox", "io.kubernetes.cri.sandbox-id": "pod1"},
-			Network{Namespace: "0f6c3a6e-1a2b-4c3d-8e9f-001122334455", PodSandbox: "pod1", IsPodSandbox: true}},
+			compute.Network{Namespace: "0f6c3a6e-1a2b-4c3d-8e9f-001122334455", PodSandbox: "pod1", IsPodSandbox: true}},
 		{"app container", map[string]string{"io.kubernetes.cri.container-type": "container", "io.kubernetes.cri.sandbox-id": "pod1"},
-			Network{Namespace: "0f6c3a6e-1a2b-4c3d-8e9f-001122334455", PodSandbox: "pod1"}},
+			compute.Network{Namespace: "0f6c3a6e-1a2b-4c3d-8e9f-001122334455", PodSandbox: "pod1"}},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {

@@ -1,18 +1,6 @@
-package compute
+package wincmdline
 
 import "strings"
-
-// A Windows process receives one command line, not an argument vector; the
-// program's C runtime splits it again. These helpers follow the Microsoft C
-// runtime rules (the ones CommandLineToArgvW and the UCRT use, and Go's
-// syscall.EscapeArg produces):
-//
-//   - arguments are separated by spaces and tabs outside double quotes;
-//   - 2n backslashes followed by a quote are n backslashes, and the quote
-//     opens or closes a quoted section;
-//   - 2n+1 backslashes followed by a quote are n backslashes and a literal
-//     quote;
-//   - backslashes not followed by a quote are literal.
 
 // EscapeArg quotes one argument so that the C runtime reads it back
 // unchanged: an empty argument becomes "", an argument with a space or tab

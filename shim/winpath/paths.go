@@ -1,30 +1,30 @@
-package compute
+package winpath
 
 import (
 	"errors"
 	"strings"
 )
 
-// pipePrefix starts every local named pipe path.
-const pipePrefix = `\\.\pipe\`
+// PipePrefix starts every local named pipe path, in any letter case.
+const PipePrefix = `\\.\pipe\`
 
-// pipeName is the name of the named pipe p, `\\.\pipe\NAME` (the prefix in
+// PipeName is the name of the named pipe p, `\\.\pipe\NAME` (the prefix in
 // any letter case), and whether p is one.
-func pipeName(p string) (string, bool) {
-	if len(p) < len(pipePrefix) || !strings.EqualFold(p[:len(pipePrefix)], pipePrefix) {
+func PipeName(p string) (string, bool) {
+	if len(p) < len(PipePrefix) || !strings.EqualFold(p[:len(PipePrefix)], PipePrefix) {
 		return "", false
 	}
-	return p[len(pipePrefix):], true
+	return p[len(PipePrefix):], true
 }
 
 func isDriveLetter(c byte) bool {
 	return ('a' <= c && c <= 'z') || ('A' <= c && c <= 'Z')
 }
 
-// isAbsHostPath reports whether p is an absolute path on the host: a
+// IsAbsHostPath reports whether p is an absolute path on the host: a
 // Windows drive path (C:\x or C:/x), a UNC or device path (\\server\share,
 // \\?\C:\x) or, for the Linux emulation, a POSIX path (/x).
-func isAbsHostPath(p string) bool {
+func IsAbsHostPath(p string) bool {
 	switch {
 	case strings.HasPrefix(p, "/"), strings.HasPrefix(p, `\\`):
 		return true
@@ -34,13 +34,13 @@ func isAbsHostPath(p string) bool {
 	return false
 }
 
-// containerPath normalises an absolute path inside the container: the drive
+// ContainerPath normalises an absolute path inside the container: the drive
 // letter in upper case, backslashes, no empty, "." or ".." elements and no
 // trailing separator, so C:/data/./x/ becomes C:\data\x. A drive alone (D:
 // or D:\) is D:, a whole drive mapped into the container; the system drive
 // C: itself cannot be a mount destination. The error says what is wrong
 // with p, for the caller to prefix with the field name.
-func containerPath(p string) (string, error) {
+func ContainerPath(p string) (string, error) {
 	if len(p) < 2 || !isDriveLetter(p[0]) || p[1] != ':' {
 		return "", errors.New(`is not an absolute Windows path with a drive letter, such as C:\data`)
 	}
