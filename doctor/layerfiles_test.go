@@ -190,34 +190,3 @@ func TestDoctorFindFilesErrors(t *testing.T) {
 		t.Error("a truncated layer was read without an error")
 	}
 }
-
-func TestDoctorImagePath(t *testing.T) {
-	for _, tc := range []struct {
-		in   string
-		want string
-		ok   bool
-	}{
-		{`C:\pause.exe`, "pause.exe", true},
-		{`c:/Windows/System32/wincat.exe`, "Windows/System32/wincat.exe", true},
-		{`\pause.exe`, "pause.exe", true},
-		{`/pause.exe`, "pause.exe", true},
-		{`\\?\C:\x\..\pause.exe`, "pause.exe", true},
-		{`C:\.\a\.\b.exe`, "a/b.exe", true},
-		{`pause.exe`, "", false},
-		{`D:\pause.exe`, "", false},
-		{`C:pause.exe`, "", false},
-		{`\\server\share\x.exe`, "", false},
-		{`C:\`, "", false},
-	} {
-		got, ok := imagePath(tc.in)
-		if got != tc.want || ok != tc.ok {
-			t.Errorf("imagePath(%q) = %q, %v; want %q, %v", tc.in, got, ok, tc.want, tc.ok)
-		}
-	}
-	if got := firstWord(`"C:\Program Files\p.exe" -x`); got != `C:\Program Files\p.exe` {
-		t.Errorf("firstWord quoted: %q", got)
-	}
-	if got := firstWord(`C:\pause.exe -x`); got != `C:\pause.exe` {
-		t.Errorf("firstWord: %q", got)
-	}
-}

@@ -16,6 +16,7 @@ import (
 
 	"github.com/winproc/winproc/internal/wincmdline"
 	"github.com/winproc/winproc/shim/options"
+	"github.com/winproc/winproc/shim/winpath"
 	"github.com/winproc/winproc/winbuild"
 	"github.com/winproc/winproc/winimage"
 )
@@ -148,14 +149,14 @@ func (d *run) checkPauseImage(ctx context.Context) {
 	default:
 		program := args[0]
 		if img.config.Config.ArgsEscaped {
-			program = firstWord(program)
+			program = wincmdline.Program(program)
 		}
 		what := "its entrypoint "
 		if len(img.config.Config.Entrypoint) == 0 {
 			what = "its cmd "
 		}
-		if p, ok := imagePath(program); ok {
-			want = append(want, wanted{p, what + program})
+		if c, ok := winpath.SystemDrivePath(program); ok {
+			want = append(want, wanted{strings.Join(c, "/"), what + program})
 		} else {
 			r.Details = append(r.Details, fmt.Sprintf("entrypoint %s is not an absolute C: path; found through PATH at run time, not looked up", program))
 		}
@@ -283,54 +284,4 @@ func readJSON(ctx context.Context, store blobReader, ns string, desc ocispec.Des
 		return fmt.Errorf("%s: %w", desc.Digest, err)
 	}
 	return nil
-}
-
-// firstWord returns the program of a Windows command line, as Windows
-// splits it.
-func firstWord(cmdline string) string {
-	if args := wincmdline.SplitCommandLine(cmdline); len(args) > 0 {
-		return args[0]
-	}
-	return ""
-}
-
-// imagePath maps an absolute Windows path on C: (`C:\pause.exe`,
-// `\pause.exe`, `/pause.exe`) to its path below C:\ with '/' separators,
-// "." and ".." resolved. It reports false for bare or relative names, other
-// drives and UNC paths.
-func imagePath(p string) (string, bool) {
-	p = strings.ReplaceAll(p, "/", `\`)
-	for _, prefix := range []string{`\\?\`, `\??\`} {
-		if strings.HasPrefix(p, prefix) {
-			p = p[len(prefix):]
-			break
-		}
-	}
-	switch {
-	case len(p) >= 2 && p[1] == ':':
-		if p[0] != 'C' && p[0] != 'c' {
-			return "", false
-		}
-		p = p[2:]
-		if !strings.HasPrefix(p, `\`) {
-			return "", false
-		}
-	case strings.HasPrefix(p, `\\`):
-		return "", false
-	case !strings.HasPrefix(p, `\`):
-		return "", false
-	}
-	var components []string
-	for _, c := range strings.Split(p, `\`) {
-		switch c {
-		case "", ".":
-		case "..":
-			if len(components) > 0 {
-				components = components[:len(components)-1]
-			}
-		default:
-			components = append(components, c)
-		}
-	}
-	return strings.Join(components, "/"), len(components) > 0
 }

@@ -124,3 +124,12 @@ func SplitCommandLine(cmdline string) []string {
 		args = append(args, b.String())
 	}
 }
+
+// Program is the program a command line runs: its first argument, as the
+// C runtime splits it (quotes only group), or "" for an empty line.
+func Program(cmdline string) string {
+	if args := SplitCommandLine(cmdline); len(args) > 0 {
+		return args[0]
+	}
+	return ""
+}

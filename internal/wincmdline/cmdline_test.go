@@ -158,3 +158,23 @@ func FuzzJoinSplit(f *testing.F) {
 		}
 	})
 }
+
+func TestProgram(t *testing.T) {
+	for in, want := range map[string]string{
+		`C:\pause.exe`:                    `C:\pause.exe`,
+		`C:\pause.exe -v`:                 `C:\pause.exe`,
+		`  cmd /S /C C:\pause.exe`:        `cmd`,
+		`"C:\Program Files\pause.exe" -v`: `C:\Program Files\pause.exe`,
+		`"C:\Program Files\pause.exe`:     `C:\Program Files\pause.exe`,
+		"C:\\pause.exe\t-v":               `C:\pause.exe`,
+		`"C:\Program Files\p.exe"`:        `C:\Program Files\p.exe`,
+		// Quotes only group; Windows never keeps them in a program name.
+		`C:\"odd"\p.exe arg`:                   `C:\odd\p.exe`,
+		``:                                     ``,
+		`"C:\Program Files\x\pause.exe" "a b"`: `C:\Program Files\x\pause.exe`,
+	} {
+		if got := Program(in); got != want {
+			t.Errorf("Program(%q) = %q, want %q", in, got, want)
+		}
+	}
+}

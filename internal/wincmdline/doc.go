@@ -1,6 +1,6 @@
 // Package wincmdline holds the Windows command-line rules. A Windows
 // process receives one command line, not an argument vector; the program's
-// C runtime splits it again. EscapeArg, JoinArgs and SplitCommandLine follow
+// C runtime splits it again. EscapeArg, JoinArgs, SplitCommandLine and Program follow
 // the Microsoft C runtime rules (the ones CommandLineToArgvW and the UCRT
 // use, and Go's syscall.EscapeArg produces):
 //

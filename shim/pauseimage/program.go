@@ -13,6 +13,7 @@ import (
 	"github.com/containerd/log"
 
 	"github.com/winproc/winproc/internal/wincmdline"
+	"github.com/winproc/winproc/shim/winpath"
 )
 
 // filesDir is the directory of a windowsfilter layer holding the layer's
@@ -35,14 +36,14 @@ func checkProgram(ctx context.Context, image string, args []string, escaped bool
 	}
 	program := args[0]
 	if escaped {
-		program = firstWord(program)
+		program = wincmdline.Program(program)
 	}
 	what := "its entrypoint"
 	if fromCmd {
 		what = "its cmd"
 	}
 	l := log.G(ctx).WithField("image", image).WithField("program", program)
-	components, ok := imagePath(program)
+	components, ok := winpath.SystemDrivePath(program)
 	if !ok {
 		l.Debug("pause image program is not an absolute path on C:; not checked in the layers")
 		return nil
@@ -57,58 +58,6 @@ func checkProgram(ctx context.Context, image string, args []string, escaped bool
 		l.WithError(err).Warn("pause image program not checked in the layers")
 		return nil
 	}
-}
-
-// firstWord returns the program of a Windows command line, as Windows
-// splits it.
-func firstWord(cmdline string) string {
-	if args := wincmdline.SplitCommandLine(cmdline); len(args) > 0 {
-		return args[0]
-	}
-	return ""
-}
-
-// imagePath maps an absolute Windows path on drive C: to its components
-// below C:\, e.g. `C:\Windows\System32\wincat.exe` to [Windows System32
-// wincat.exe]. '/' counts as '\' (as Windows takes it), a path rooted
-// without a drive (`\pause.exe`, `/pause.exe`) is on C:, and "." and ".."
-// are resolved lexically. It reports false for what is not such a path:
-// bare or relative names, other drives, UNC paths.
-func imagePath(p string) ([]string, bool) {
-	p = strings.ReplaceAll(p, "/", `\`)
-	for _, prefix := range []string{`\\?\`, `\??\`} {
-		if strings.HasPrefix(p, prefix) {
-			p = p[len(prefix):]
-			break
-		}
-	}
-	switch {
-	case len(p) >= 2 && p[1] == ':':
-		if p[0] != 'C' && p[0] != 'c' {
-			return nil, false
-		}
-		p = p[2:]
-		if !strings.HasPrefix(p, `\`) {
-			return nil, false // drive-relative
-		}
-	case strings.HasPrefix(p, `\\`):
-		return nil, false // UNC
-	case !strings.HasPrefix(p, `\`):
-		return nil, false
-	}
-	var components []string
-	for _, c := range strings.Split(p, `\`) {
-		switch c {
-		case "", ".":
-		case "..":
-			if len(components) > 0 {
-				components = components[:len(components)-1]
-			}
-		default:
-			components = append(components, c)
-		}
-	}
-	return components, len(components) > 0
 }
 
 // findFile looks for the non-directory C:\<components...> in the union of

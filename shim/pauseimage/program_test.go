@@ -6,62 +6,13 @@ import (
 	"io/fs"
 	"os"
 	"path/filepath"
-	"reflect"
 	"runtime"
 	"testing"
 
 	"github.com/containerd/errdefs"
+
+	"github.com/winproc/winproc/shim/winpath"
 )
-
-func TestImagePath(t *testing.T) {
-	tests := []struct {
-		in   string
-		want []string
-	}{
-		{`C:\pause.exe`, []string{"pause.exe"}},
-		{`c:\Windows\System32\wincat.exe`, []string{"Windows", "System32", "wincat.exe"}},
-		{`C:/pause.exe`, []string{"pause.exe"}},
-		{`/pause.exe`, []string{"pause.exe"}},
-		{`\pause.exe`, []string{"pause.exe"}},
-		{`\\?\C:\pause.exe`, []string{"pause.exe"}},
-		{`C:\a\.\b\..\..\pause.exe`, []string{"pause.exe"}},
-		{`C:\..\pause.exe`, []string{"pause.exe"}},
-		{`C:\\dir\\x.exe`, []string{"dir", "x.exe"}},
-		{`pause.exe`, nil},
-		{`bin\pause.exe`, nil},
-		{`C:pause.exe`, nil},
-		{`D:\pause.exe`, nil},
-		{`\\server\share\pause.exe`, nil},
-		{`C:\`, nil},
-		{``, nil},
-	}
-	for _, tc := range tests {
-		got, ok := imagePath(tc.in)
-		if ok != (tc.want != nil) || !reflect.DeepEqual(got, tc.want) {
-			t.Errorf("imagePath(%q) = %q, %v; want %q", tc.in, got, ok, tc.want)
-		}
-	}
-}
-
-func TestFirstWord(t *testing.T) {
-	for in, want := range map[string]string{
-		`C:\pause.exe`:                    `C:\pause.exe`,
-		`C:\pause.exe -v`:                 `C:\pause.exe`,
-		`  cmd /S /C C:\pause.exe`:        `cmd`,
-		`"C:\Program Files\pause.exe" -v`: `C:\Program Files\pause.exe`,
-		`"C:\Program Files\pause.exe`:     `C:\Program Files\pause.exe`,
-		"C:\\pause.exe\t-v":               `C:\pause.exe`,
-		`"C:\Program Files\p.exe"`:        `C:\Program Files\p.exe`,
-		// Quotes only group; Windows never keeps them in a program name.
-		`C:\"odd"\p.exe arg`:                   `C:\odd\p.exe`,
-		``:                                     ``,
-		`"C:\Program Files\x\pause.exe" "a b"`: `C:\Program Files\x\pause.exe`,
-	} {
-		if got := firstWord(in); got != want {
-			t.Errorf("firstWord(%q) = %q, want %q", in, got, want)
-		}
-	}
-}
 
 // layers makes layer directories, nearest first, each with the files
 // (paths relative to C:\ with '/'; a trailing '/' makes a directory) under
@@ -116,7 +67,7 @@ func TestFindFile(t *testing.T) {
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
-			components, _ := imagePath(`C:\` + tc.path)
+			components, _ := winpath.SystemDrivePath(`C:\` + tc.path)
 			err := findFile(layers(t, tc.layers...), components)
 			if tc.found && err != nil {
 				t.Fatalf("findFile: %v", err)

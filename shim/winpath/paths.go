@@ -85,3 +85,46 @@ func quoteRune(r rune) string {
 	}
 	return "'" + string(r) + "'"
 }
+
+// SystemDrivePath maps an absolute Windows path on drive C: to its components
+// below C:\, e.g. `C:\Windows\System32\wincat.exe` to [Windows System32
+// wincat.exe]. '/' counts as '\' (as Windows takes it), a path rooted
+// without a drive (`\pause.exe`, `/pause.exe`) is on C:, and "." and ".."
+// are resolved lexically. It reports false for what is not such a path:
+// bare or relative names, other drives, UNC paths.
+func SystemDrivePath(p string) ([]string, bool) {
+	p = strings.ReplaceAll(p, "/", `\`)
+	for _, prefix := range []string{`\\?\`, `\??\`} {
+		if strings.HasPrefix(p, prefix) {
+			p = p[len(prefix):]
+			break
+		}
+	}
+	switch {
+	case len(p) >= 2 && p[1] == ':':
+		if p[0] != 'C' && p[0] != 'c' {
+			return nil, false
+		}
+		p = p[2:]
+		if !strings.HasPrefix(p, `\`) {
+			return nil, false // drive-relative
+		}
+	case strings.HasPrefix(p, `\\`):
+		return nil, false // UNC
+	case !strings.HasPrefix(p, `\`):
+		return nil, false
+	}
+	var components []string
+	for _, c := range strings.Split(p, `\`) {
+		switch c {
+		case "", ".":
+		case "..":
+			if len(components) > 0 {
+				components = components[:len(components)-1]
+			}
+		default:
+			components = append(components, c)
+		}
+	}
+	return components, len(components) > 0
+}
