@@ -82,9 +82,9 @@
 //     Linux it is how host-network pods reach the emulation. The pod's
 //     network is whatever NetnsPath says.
 //   - HostProcess pods are refused with errdefs.ErrNotImplemented and a
-//     message saying to use a runhcs RuntimeClass; CheckContainer refuses a
-//     container whose HostProcess flag differs from its pod's (containerd's
-//     own rule) with errdefs.ErrInvalidArgument.
+//     message saying to use a runhcs RuntimeClass; a HostProcess container
+//     in an ordinary pod is refused at task create, from its spec's
+//     annotation (shim/specconv).
 //   - Hostname: containerd passes config.Hostname verbatim to the spec and
 //     hcsshim to HCS. An empty hostname (hostNetwork pods, crictl) defaults
 //     to the pod name, cut like the kubelet cuts it (63 characters, no

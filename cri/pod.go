@@ -206,29 +206,6 @@ func (p *Pod) SetNetworkNamespace(netnsPath string) error {
 	return invalid("pod %s: the sandbox's netns_path %q is neither an HCN namespace GUID (what containerd on Windows sends) nor an absolute network namespace path", p.ref(), netnsPath)
 }
 
-// CheckContainer checks a container's HostProcess flag
-// (ContainerConfig.windows.security_context.host_process) against its pod:
-// as in containerd, the pod and all its containers must agree. A mismatch
-// is errdefs.ErrInvalidArgument; a HostProcess container in a HostProcess
-// pod is errdefs.ErrNotImplemented.
-func CheckContainer(pod *Pod, containerHostProcess bool) error {
-	if pod == nil {
-		return invalid("the container's pod has no settings")
-	}
-	switch {
-	case containerHostProcess && !pod.HostProcess:
-		return invalid("pod %s: the container is HostProcess (spec.containers[*].securityContext.windowsOptions.hostProcess: true) "+
-			"but the pod is not: a pod's containers are all HostProcess or none are, and winproc runs none; "+
-			"remove hostProcess from the container, or run the pod with a runhcs RuntimeClass", pod.ref())
-	case !containerHostProcess && pod.HostProcess:
-		return invalid("pod %s is HostProcess but the container is not: a pod's containers are all HostProcess or none are; "+
-			"set spec.securityContext.windowsOptions.hostProcess on every container or on none", pod.ref())
-	case containerHostProcess:
-		return fmt.Errorf("pod %s: HostProcess containers are not supported by winproc; run them with a runhcs RuntimeClass: %w", pod.ref(), errdefs.ErrNotImplemented)
-	}
-	return nil
-}
-
 // ref names the pod in messages: namespace/name.
 func (p *Pod) ref() string {
 	if p.Namespace == "" {

@@ -559,38 +559,6 @@ func TestHostProcessPodRefused(t *testing.T) {
 	}
 }
 
-func TestCheckContainer(t *testing.T) {
-	normal, err := FromConfig(kubeletWindowsConfig())
-	if err != nil {
-		t.Fatal(err)
-	}
-	hostProcess := &Pod{Name: "hpc", Namespace: "kube-system", HostProcess: true}
-	for _, tc := range []struct {
-		name      string
-		pod       *Pod
-		container bool
-		check     func(error) bool
-		want      string
-	}{
-		{"normal container in a normal pod", normal, false, func(err error) bool { return err == nil }, ""},
-		{"HostProcess container in a normal pod", normal, true, errdefs.IsInvalidArgument,
-			`pod "shop/web-0": the container is HostProcess (spec.containers[*].securityContext.windowsOptions.hostProcess: true) but the pod is not`},
-		{"normal container in a HostProcess pod", hostProcess, false, errdefs.IsInvalidArgument, "all HostProcess or none"},
-		{"HostProcess container in a HostProcess pod", hostProcess, true, errdefs.IsNotImplemented, "not supported by winproc"},
-		{"no pod", nil, false, errdefs.IsInvalidArgument, "no settings"},
-	} {
-		t.Run(tc.name, func(t *testing.T) {
-			err := CheckContainer(tc.pod, tc.container)
-			if !tc.check(err) {
-				t.Fatalf("CheckContainer = %v", err)
-			}
-			if tc.want != "" && !strings.Contains(err.Error(), tc.want) {
-				t.Fatalf("CheckContainer = %q, want it to contain %q", err, tc.want)
-			}
-		})
-	}
-}
-
 func TestResources(t *testing.T) {
 	pod, err := FromConfig(withConfig(func(c *runtime.PodSandboxConfig) {
 		c.Linux.Overhead = &runtime.LinuxContainerResources{CpuPeriod: 100000, CpuQuota: 25000, CpuShares: 256, MemoryLimitInBytes: 128 << 20}

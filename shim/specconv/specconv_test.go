@@ -289,6 +289,25 @@ func TestFromSpecRejects(t *testing.T) {
 	}
 }
 
+// A HostProcess container (containerd's CRI annotates its spec) is not
+// something winproc runs: NotImplemented, pointing at runhcs. The pod
+// check is cri's; this is the container's, in an ordinary pod.
+func TestFromSpecHostProcess(t *testing.T) {
+	for _, v := range []string{"true", "True"} {
+		spec := baseSpec()
+		spec.Annotations = map[string]string{"microsoft.com/hostprocess-container": v}
+		_, _, err := FromSpec(spec, baseRootfs(), hostCPUs)
+		if !errdefs.IsNotImplemented(err) || !strings.Contains(err.Error(), "runhcs RuntimeClass") {
+			t.Errorf("hostprocess-container=%s: %v, want NotImplemented naming runhcs", v, err)
+		}
+	}
+	spec := baseSpec()
+	spec.Annotations = map[string]string{"microsoft.com/hostprocess-container": "false"}
+	if _, _, err := FromSpec(spec, baseRootfs(), hostCPUs); err != nil {
+		t.Errorf("hostprocess-container=false: %v", err)
+	}
+}
+
 func TestFromSpecNilAndHostCPUs(t *testing.T) {
 	if _, _, err := FromSpec(nil, baseRootfs(), hostCPUs); !errdefs.IsInvalidArgument(err) {
 		t.Errorf("nil spec: %v", err)
