@@ -32,6 +32,7 @@ import (
 	"github.com/pelletier/go-toml/v2"
 	"google.golang.org/protobuf/types/known/anypb"
 
+	"github.com/winproc/winproc/internal/containerdnames"
 	"github.com/winproc/winproc/runtimeclass/containerdconfig"
 	"github.com/winproc/winproc/shim/options"
 )
@@ -375,7 +376,7 @@ func (d *demo) images(ctx context.Context) error {
 		return err
 	}
 	out, err := d.sh(ctx, "", d.tool("ctr"), "images", "import", "--platform", "windows/amd64",
-		"--snapshotter", containerdconfig.Snapshotter, filepath.Join(d.dir, "pause-ltsc2019.tar"))
+		"--snapshotter", containerdnames.Snapshotter, filepath.Join(d.dir, "pause-ltsc2019.tar"))
 	const want = "process isolation needs an image for 10.0.20348 (ltsc2022)"
 	if err == nil || !strings.Contains(out, want) {
 		return fmt.Errorf("importing an ltsc2019 image: want a failure saying %q, got %v", want, err)
@@ -383,11 +384,11 @@ func (d *demo) images(ctx context.Context) error {
 	d.t.note("(failed as expected)", "", "The images this node can run: ctr unpacks their layers through winproc-snapshotter's", "differ into windowsfilter snapshots.")
 	for _, archive := range []string{"pause.tar", "testapp.tar"} {
 		if _, err := d.sh(ctx, "", d.tool("ctr"), "images", "import", "--platform", "windows/amd64",
-			"--snapshotter", containerdconfig.Snapshotter, filepath.Join(d.dir, archive)); err != nil {
+			"--snapshotter", containerdnames.Snapshotter, filepath.Join(d.dir, archive)); err != nil {
 			return err
 		}
 	}
-	if _, err := d.sh(ctx, "", d.tool("ctr"), "snapshots", "--snapshotter", containerdconfig.Snapshotter, "ls"); err != nil {
+	if _, err := d.sh(ctx, "", d.tool("ctr"), "snapshots", "--snapshotter", containerdnames.Snapshotter, "ls"); err != nil {
 		return err
 	}
 	if _, err := d.sh(ctx, "", d.tool("crictl"), "images"); err != nil {
@@ -484,14 +485,14 @@ func (d *demo) startContainer(ctx context.Context) error {
 	if err != nil {
 		return err
 	}
-	d.t.call(fmt.Sprintf("client.NewContainer(ctx, %q, WithImage(%q), WithSnapshotter(%q), WithNewSnapshot(...),", appID, appRef, containerdconfig.Snapshotter))
-	d.t.call(fmt.Sprintf("    WithRuntime(%q, handler options), WithSandbox(%q),", containerdconfig.RuntimeType, short(d.pod)))
+	d.t.call(fmt.Sprintf("client.NewContainer(ctx, %q, WithImage(%q), WithSnapshotter(%q), WithNewSnapshot(...),", appID, appRef, containerdnames.Snapshotter))
+	d.t.call(fmt.Sprintf("    WithRuntime(%q, handler options), WithSandbox(%q),", containerdnames.RuntimeType, short(d.pod)))
 	d.t.call(fmt.Sprintf("    WithSpec(windows/amd64: args [%s serve -addr %s], env GREETING=...))", testApp, addr))
 	c, err := client.NewContainer(ctx, appID,
 		containerd.WithImage(image),
-		containerd.WithSnapshotter(containerdconfig.Snapshotter),
+		containerd.WithSnapshotter(containerdnames.Snapshotter),
 		containerd.WithNewSnapshot(appID, image),
-		containerd.WithRuntime(containerdconfig.RuntimeType, &runtimeoptions.Options{ConfigBody: body}),
+		containerd.WithRuntime(containerdnames.RuntimeType, &runtimeoptions.Options{ConfigBody: body}),
 		containerd.WithSandbox(d.pod),
 		containerd.WithSpec(spec))
 	if err != nil {

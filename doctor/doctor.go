@@ -24,7 +24,7 @@ import (
 	"strings"
 	"time"
 
-	"github.com/winproc/winproc/runtimeclass/containerdconfig"
+	"github.com/winproc/winproc/internal/containerdnames"
 )
 
 // Status is a check's outcome.
@@ -112,10 +112,10 @@ const DefaultEmulatedHostBuild = "10.0.20348"
 
 // Names the checks use from the config generator.
 const (
-	runtimeType     = containerdconfig.RuntimeType
-	snapshotterName = containerdconfig.Snapshotter
-	differName      = containerdconfig.Differ
-	layerPlatform   = containerdconfig.Platform
+	runtimeType     = containerdnames.RuntimeType
+	snapshotterName = containerdnames.Snapshotter
+	differName      = containerdnames.Differ
+	layerPlatform   = containerdnames.Platform
 )
 
 // Options say what to check.

@@ -19,7 +19,7 @@ import (
 
 	"github.com/winproc/winproc/integration/node"
 	"github.com/winproc/winproc/internal/containerdconn"
-	"github.com/winproc/winproc/runtimeclass/containerdconfig"
+	"github.com/winproc/winproc/internal/containerdnames"
 	"github.com/winproc/winproc/shim/pauseimage"
 	"github.com/winproc/winproc/snapshotter/layermount"
 	"github.com/winproc/winproc/winbuild"
@@ -51,7 +51,7 @@ func hostBuild(t *testing.T) winbuild.Version {
 // told not to.
 func importImage(t *testing.T, n *node.Node, archive string, unpack bool) {
 	t.Helper()
-	args := []string{"images", "import", "--platform", containerdconfig.Platform, "--snapshotter", containerdconfig.Snapshotter}
+	args := []string{"images", "import", "--platform", containerdnames.Platform, "--snapshotter", containerdnames.Snapshotter}
 	if !unpack {
 		args = append(args, "--no-unpack")
 	}
@@ -75,7 +75,7 @@ func ctrOut(t *testing.T, n *node.Node, args ...string) string {
 func pauseRootfsLeft(t *testing.T, n *node.Node) []string {
 	t.Helper()
 	var left []string
-	for _, args := range [][]string{{"leases", "ls"}, {"snapshots", "--snapshotter", containerdconfig.Snapshotter, "ls"}} {
+	for _, args := range [][]string{{"leases", "ls"}, {"snapshots", "--snapshotter", containerdnames.Snapshotter, "ls"}} {
 		for _, line := range strings.Split(ctrOut(t, n, args...), "\n") {
 			if strings.Contains(line, pauseimage.Key("")) {
 				left = append(left, strings.Join(args, " ")+": "+line)
@@ -93,7 +93,7 @@ func TestPauseImagePrepare(t *testing.T) {
 	importImage(t, n, pauseImage(t, ref, node.HostBuild+".1"), true)
 	layers := snapshotDirs(t, n)
 
-	rootfs, release, err := pauseimage.Prepare(ctx, conn, containerdconfig.Snapshotter, ref, "pod1", hostBuild(t))
+	rootfs, release, err := pauseimage.Prepare(ctx, conn, containerdnames.Snapshotter, ref, "pod1", hostBuild(t))
 	if err != nil {
 		t.Fatalf("Prepare: %v", err)
 	}
@@ -135,11 +135,11 @@ func TestPauseImagePrepare(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if want := (leases.Resource{ID: "winproc-sandbox-pod1", Type: "snapshots/" + containerdconfig.Snapshotter}); !slices.Contains(resources, want) {
+	if want := (leases.Resource{ID: "winproc-sandbox-pod1", Type: "snapshots/" + containerdnames.Snapshotter}); !slices.Contains(resources, want) {
 		t.Errorf("lease resources %+v, want %+v", resources, want)
 	}
 	activeSnapshot := func() bool {
-		for _, line := range strings.Split(ctrOut(t, n, "snapshots", "--snapshotter", containerdconfig.Snapshotter, "ls"), "\n") {
+		for _, line := range strings.Split(ctrOut(t, n, "snapshots", "--snapshotter", containerdnames.Snapshotter, "ls"), "\n") {
 			if f := strings.Fields(line); len(f) == 3 && f[0] == "winproc-sandbox-pod1" && f[2] == "Active" {
 				return true
 			}
@@ -147,12 +147,12 @@ func TestPauseImagePrepare(t *testing.T) {
 		return false
 	}
 	if !activeSnapshot() {
-		t.Fatalf("no active snapshot winproc-sandbox-pod1:\n%s", ctrOut(t, n, "snapshots", "--snapshotter", containerdconfig.Snapshotter, "ls"))
+		t.Fatalf("no active snapshot winproc-sandbox-pod1:\n%s", ctrOut(t, n, "snapshots", "--snapshotter", containerdnames.Snapshotter, "ls"))
 	}
 
 	// A second Prepare for the sandbox is refused and leaves the first
 	// alone.
-	if _, _, err := pauseimage.Prepare(ctx, conn, containerdconfig.Snapshotter, ref, "pod1", hostBuild(t)); !errdefs.IsAlreadyExists(err) {
+	if _, _, err := pauseimage.Prepare(ctx, conn, containerdnames.Snapshotter, ref, "pod1", hostBuild(t)); !errdefs.IsAlreadyExists(err) {
 		t.Errorf("second Prepare: %v", err)
 	}
 	if !activeSnapshot() {
@@ -223,7 +223,7 @@ func TestPauseImageRefuses(t *testing.T) {
 	}
 	for _, tc := range tests {
 		t.Run(tc.image, func(t *testing.T) {
-			rootfs, release, err := pauseimage.Prepare(ctx, conn, containerdconfig.Snapshotter, tc.image, "bad", host)
+			rootfs, release, err := pauseimage.Prepare(ctx, conn, containerdnames.Snapshotter, tc.image, "bad", host)
 			if err == nil {
 				release(context.Background())
 				t.Fatalf("Prepare succeeded: %+v", rootfs)

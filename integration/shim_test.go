@@ -26,7 +26,7 @@ import (
 	"github.com/pelletier/go-toml/v2"
 
 	"github.com/winproc/winproc/integration/node"
-	"github.com/winproc/winproc/runtimeclass/containerdconfig"
+	"github.com/winproc/winproc/internal/containerdnames"
 )
 
 const testAppImage = "example.com/winproc/testapp:test"
@@ -133,9 +133,9 @@ func newContainer(t testing.TB, n *node.Node, client *containerd.Client, ref, id
 	}
 	opts := []containerd.NewContainerOpts{
 		containerd.WithImage(image),
-		containerd.WithSnapshotter(containerdconfig.Snapshotter),
+		containerd.WithSnapshotter(containerdnames.Snapshotter),
 		containerd.WithNewSnapshot(id, image),
-		containerd.WithRuntime(containerdconfig.RuntimeType, runtimeOpts(t, n)),
+		containerd.WithRuntime(containerdnames.RuntimeType, runtimeOpts(t, n)),
 	}
 	if member.pod != "" {
 		specOpts = append(specOpts, oci.WithAnnotations(map[string]string{

@@ -62,7 +62,7 @@ const (
 	TaintKey   = "os"
 	TaintValue = "windows"
 	// Arch is the only architecture winproc's containerd config
-	// registers (containerdconfig.Platform).
+	// registers (containerdnames.Platform).
 	Arch = "amd64"
 )
 

@@ -4,7 +4,6 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
-	apitypes "github.com/containerd/containerd/api/types"
 	"net"
 	"os"
 	"os/exec"
@@ -16,6 +15,8 @@ import (
 	"syscall"
 	"testing"
 	"time"
+
+	apitypes "github.com/containerd/containerd/api/types"
 
 	bootapi "github.com/containerd/containerd/api/runtime/bootstrap/v1"
 	taskv2 "github.com/containerd/containerd/api/runtime/task/v2"

@@ -20,7 +20,7 @@ import (
 	"google.golang.org/grpc"
 
 	"github.com/winproc/winproc/internal/containerdconn"
-	"github.com/winproc/winproc/runtimeclass/containerdconfig"
+	"github.com/winproc/winproc/internal/containerdnames"
 	"github.com/winproc/winproc/shim/imagecheck"
 	"github.com/winproc/winproc/shim/manager"
 	"github.com/winproc/winproc/shim/options"
@@ -30,7 +30,7 @@ import (
 )
 
 func main() {
-	m := manager.New(containerdconfig.RuntimeType, openBackend, releasePauseRootfs)
+	m := manager.New(containerdnames.RuntimeType, openBackend, releasePauseRootfs)
 	// containerd before 2.3 starts shims by a protocol pkg/shim refuses.
 	if handled, err := startLegacy(context.Background(), m); handled {
 		if err != nil {
@@ -109,7 +109,7 @@ func newServices(ic *plugin.InitContext) (any, error) {
 	}
 	tasks := task.New(backend, publisher.(shim.Publisher), sd.(shutdown.Service), check)
 	prepare := func(ctx context.Context, image, id string) (*pauseimage.Rootfs, func(context.Context) error, error) {
-		return pauseimage.Prepare(ctx, conn, containerdconfig.Snapshotter, image, id, host)
+		return pauseimage.Prepare(ctx, conn, containerdnames.Snapshotter, image, id, host)
 	}
 	return services{tasks: tasks, sandbox: sandbox.New(tasks, prepare, opts.PauseImage, host)}, nil
 }
@@ -138,5 +138,5 @@ func releasePauseRootfs(ctx context.Context, id string) error {
 		return err
 	}
 	defer conn.Close()
-	return pauseimage.Release(ctx, conn, containerdconfig.Snapshotter, id)
+	return pauseimage.Release(ctx, conn, containerdnames.Snapshotter, id)
 }

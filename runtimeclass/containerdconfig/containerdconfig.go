@@ -14,16 +14,8 @@ import (
 
 	"github.com/pelletier/go-toml/v2"
 
+	"github.com/winproc/winproc/internal/containerdnames"
 	"github.com/winproc/winproc/shim/options"
-)
-
-// Names under which the snapshotter and differ are registered, and the
-// runtime type containerd maps to containerd-shim-winproc-v2.
-const (
-	Snapshotter = "windowsfilter"
-	Differ      = "windowsfilter-diff"
-	RuntimeType = "io.containerd.winproc.v2"
-	Platform    = "windows/amd64"
 )
 
 // Annotations every handler passes through to the shim: the pod's
@@ -115,9 +107,9 @@ type unpackRule struct {
 // unpack as before (runhcs keeps working), pulls for windowsfilter (CRI's
 // for the winproc handler, ctr --snapshotter) use ours.
 func unpackRules(os string) []unpackRule {
-	ours := unpackRule{Platform: Platform, Snapshotter: Snapshotter, Differ: Differ}
+	ours := unpackRule{Platform: containerdnames.Platform, Snapshotter: containerdnames.Snapshotter, Differ: containerdnames.Differ}
 	if os == "windows" {
-		return []unpackRule{{Platform: Platform, Snapshotter: "windows", Differ: "windows"}, ours}
+		return []unpackRule{{Platform: containerdnames.Platform, Snapshotter: "windows", Differ: "windows"}, ours}
 	}
 	return []unpackRule{ours}
 }
@@ -132,7 +124,7 @@ func unpackRules(os string) []unpackRule {
 // reach walking.
 func diffChain(goos string) []string {
 	if goos == "linux" {
-		return []string{Differ, "walking"}
+		return []string{containerdnames.Differ, "walking"}
 	}
 	return nil
 }
@@ -161,17 +153,17 @@ func Generate(n Node) ([]byte, error) {
 		Root:    n.Root,
 		State:   n.State,
 		ProxyPlugins: map[string]proxyPlugin{
-			Snapshotter: {Type: "snapshot", Address: n.SnapshotterAddress, Platform: Platform},
-			Differ:      {Type: "diff", Address: n.SnapshotterAddress, Platform: Platform},
+			containerdnames.Snapshotter: {Type: "snapshot", Address: n.SnapshotterAddress, Platform: containerdnames.Platform},
+			containerdnames.Differ:      {Type: "diff", Address: n.SnapshotterAddress, Platform: containerdnames.Platform},
 		},
 		Plugins: map[string]any{
 			"io.containerd.cri.v1.runtime": map[string]any{
 				"containerd": map[string]any{
 					"runtimes": map[string]runtime{
 						n.Handler: {
-							RuntimeType:           RuntimeType,
+							RuntimeType:           containerdnames.RuntimeType,
 							Sandboxer:             n.Sandboxer,
-							Snapshotter:           Snapshotter,
+							Snapshotter:           containerdnames.Snapshotter,
 							DisablePauseImagePull: n.DisablePauseImagePull,
 							PodAnnotations:        podAnnotations,
 							ContainerAnnotations:  containerAnnotations,
@@ -182,7 +174,7 @@ func Generate(n Node) ([]byte, error) {
 			},
 			"io.containerd.cri.v1.images": map[string]any{
 				"runtime_platforms": map[string]imagePlatform{
-					n.Handler: {Platform: Platform, Snapshotter: Snapshotter},
+					n.Handler: {Platform: containerdnames.Platform, Snapshotter: containerdnames.Snapshotter},
 				},
 			},
 			// Pulls through the transfer service (ctr, CRI) unpack Windows
