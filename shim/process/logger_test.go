@@ -120,7 +120,7 @@ func startWithLogURI(t *testing.T, uri string) {
 	t.Helper()
 	ctx := namespaces.WithNamespace(context.Background(), "k8s.io")
 	sys := &fakeSystem{}
-	p := New("ctr1", &compute.ProcessSettings{CommandLine: `C:\app.exe`}, Stdio{Stdout: uri, Stderr: uri}, nil)
+	p := New("ctr1", &compute.ProcessSettings{CommandLine: `C:\app.exe`}, Stdio{Stdout: uri, Stderr: uri}, Hooks{})
 	if err := p.Start(ctx, sys); err != nil {
 		t.Fatalf("start with stdout %s: %v", uri, err)
 	}
@@ -177,7 +177,7 @@ func TestLogURIRefusesStdin(t *testing.T) {
 func TestMissingLogger(t *testing.T) {
 	dir := winetest.TempDir(t)
 	uri := (&url.URL{Scheme: "binary", Path: uriPathOf(filepath.Join(dir, "missing-logger"))}).String()
-	p := New("ctr1", &compute.ProcessSettings{}, Stdio{Stdout: uri, Stderr: uri}, nil)
+	p := New("ctr1", &compute.ProcessSettings{}, Stdio{Stdout: uri, Stderr: uri}, Hooks{})
 	if err := p.Start(context.Background(), &fakeSystem{}); err == nil || !strings.Contains(err.Error(), "missing-logger") {
 		t.Errorf("start with a missing logging binary: %v", err)
 	}

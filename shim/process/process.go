@@ -57,18 +57,26 @@ type State struct {
 // system down there. It returns the exit status to record.
 type ExitHook func(ctx context.Context, p *Process, status uint32) uint32
 
+// Hooks are what a process calls back into; each may be nil.
+type Hooks struct {
+	// OnExit runs first when the process has exited (ExitHook).
+	OnExit ExitHook
+	// Notify gets the process's final state once its exit is recorded and
+	// before Wait returns: containerd must see the exit event before
+	// anything a Wait lets happen next (a Delete's event).
+	Notify func(context.Context, State)
+	// Shutdown, for an init process, shuts its whole compute system down
+	// (CTRL_SHUTDOWN to every process in it): what SIGTERM falls back to
+	// where the backend cannot send one process a console event.
+	Shutdown func(context.Context) error
+}
+
 // Process is one init or exec process.
 type Process struct {
 	id       string
 	stdio    Stdio
 	settings *compute.ProcessSettings
-	onExit   ExitHook
-	// notify reports the exit once recorded and before it is final.
-	notify func(context.Context, State)
-	// shutdown, for an init process, shuts its whole compute system down:
-	// what a CTRL_SHUTDOWN to the container means when the backend cannot
-	// deliver console events to one process.
-	shutdown func(context.Context) error
+	hooks    Hooks
 
 	mu       sync.Mutex
 	status   task.Status
@@ -84,26 +92,16 @@ type Process struct {
 
 // New returns a created process. id is the exec ID, or the container ID for
 // the init process.
-func New(id string, settings *compute.ProcessSettings, stdio Stdio, onExit ExitHook) *Process {
+func New(id string, settings *compute.ProcessSettings, stdio Stdio, hooks Hooks) *Process {
 	return &Process{
 		id:       id,
 		stdio:    stdio,
 		settings: settings,
-		onExit:   onExit,
+		hooks:    hooks,
 		status:   task.Status_CREATED,
 		done:     make(chan struct{}),
 	}
 }
-
-// SetExitNotifier has notify called with the process's final state when it
-// has exited, before Wait returns: containerd must see the exit event
-// before anything a Wait lets happen next (a Delete's event).
-func (p *Process) SetExitNotifier(notify func(context.Context, State)) { p.notify = notify }
-
-// SetSystemShutdown makes SIGTERM fall back to shutting the compute system
-// down (CTRL_SHUTDOWN to every process in it) where the backend cannot send
-// console events; for the init process.
-func (p *Process) SetSystemShutdown(shutdown func(context.Context) error) { p.shutdown = shutdown }
 
 // ID returns the process's ID.
 func (p *Process) ID() string { return p.id }
@@ -159,8 +157,8 @@ func (p *Process) waitExit(ctx context.Context) {
 // finish runs the exit hook and makes the exit final. It is called once:
 // by waitExit, or by Kill of a process that never started.
 func (p *Process) finish(ctx context.Context, status uint32) {
-	if p.onExit != nil {
-		status = p.onExit(ctx, p, status)
+	if p.hooks.OnExit != nil {
+		status = p.hooks.OnExit(ctx, p, status)
 	}
 	p.mu.Lock()
 	if p.proc != nil {
@@ -174,8 +172,8 @@ func (p *Process) finish(ctx context.Context, status uint32) {
 	p.exitedAt = time.Now()
 	st := State{ID: p.id, Pid: p.pid, Status: p.status, Stdio: p.stdio, ExitStatus: p.exit, ExitedAt: p.exitedAt}
 	p.mu.Unlock()
-	if p.notify != nil {
-		p.notify(ctx, st)
+	if p.hooks.Notify != nil {
+		p.hooks.Notify(ctx, st)
 	}
 	close(p.done)
 }
@@ -232,9 +230,9 @@ func (p *Process) Kill(ctx context.Context, signal uint32) error {
 		// A backend that cannot deliver console events (HCS's public API)
 		// still has to stop the process: gracefully for the whole container
 		// where it can, else by terminating.
-		if event == compute.CtrlShutdown && p.shutdown != nil {
+		if event == compute.CtrlShutdown && p.hooks.Shutdown != nil {
 			log.G(ctx).WithField("process", p.id).Infof("%s cannot be delivered by this backend; shutting the container down", event)
-			return p.shutdown(ctx)
+			return p.hooks.Shutdown(ctx)
 		}
 		log.G(ctx).WithField("process", p.id).Warnf("%s cannot be delivered by this backend; terminating instead", event)
 		return proc.Kill(ctx)

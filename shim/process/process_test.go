@@ -15,8 +15,13 @@ import (
 
 func started(t *testing.T, hook ExitHook) (*Process, *fakeProc) {
 	t.Helper()
+	return startedWith(t, Hooks{OnExit: hook})
+}
+
+func startedWith(t *testing.T, hooks Hooks) (*Process, *fakeProc) {
+	t.Helper()
 	sys := &fakeSystem{}
-	p := New("p1", &compute.ProcessSettings{CommandLine: `C:\app.exe`}, Stdio{}, hook)
+	p := New("p1", &compute.ProcessSettings{CommandLine: `C:\app.exe`}, Stdio{}, hooks)
 	if err := p.Start(context.Background(), sys); err != nil {
 		t.Fatal(err)
 	}
@@ -96,13 +101,14 @@ func TestKillSignals(t *testing.T) {
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
-			p, fp := started(t, nil)
+			shutdownCalled := false
+			var hooks Hooks
+			if tc.systemShutdown {
+				hooks.Shutdown = func(context.Context) error { shutdownCalled = true; return nil }
+			}
+			p, fp := startedWith(t, hooks)
 			t.Cleanup(func() { fp.exit(0); waitExit(t, p) })
 			fp.signalErr = tc.signalErr
-			shutdownCalled := false
-			if tc.systemShutdown {
-				p.SetSystemShutdown(func(context.Context) error { shutdownCalled = true; return nil })
-			}
 			err := p.Kill(context.Background(), uint32(tc.signal))
 			if tc.wantErr != nil {
 				if !tc.wantErr(err) {
@@ -128,10 +134,10 @@ func TestKillSignals(t *testing.T) {
 
 func TestKillCreated(t *testing.T) {
 	hookRan := false
-	p := New("p1", &compute.ProcessSettings{}, Stdio{}, func(_ context.Context, _ *Process, status uint32) uint32 {
+	p := New("p1", &compute.ProcessSettings{}, Stdio{}, Hooks{OnExit: func(_ context.Context, _ *Process, status uint32) uint32 {
 		hookRan = true
 		return status
-	})
+	}})
 	if err := p.Kill(context.Background(), uint32(syscall.SIGKILL)); err != nil {
 		t.Fatal(err)
 	}
@@ -167,7 +173,7 @@ func TestExitHookRunsBeforeWaitReturns(t *testing.T) {
 }
 
 func TestStartFailureLeavesCreated(t *testing.T) {
-	p := New("p1", &compute.ProcessSettings{}, Stdio{}, nil)
+	p := New("p1", &compute.ProcessSettings{}, Stdio{}, Hooks{})
 	err := p.Start(context.Background(), &fakeSystem{createErr: errors.New("no such file")})
 	if err == nil {
 		t.Fatal("start succeeded")

@@ -84,7 +84,7 @@ func TestStdinEveryByteThenEOF(t *testing.T) {
 				ctx := context.Background()
 				client := openClientEnd(t)
 				sys := &fakeSystem{}
-				p := New("p1", &compute.ProcessSettings{CommandLine: `C:\app.exe`, Terminal: terminal}, Stdio{Stdin: client.Name(), Terminal: terminal}, nil)
+				p := New("p1", &compute.ProcessSettings{CommandLine: `C:\app.exe`, Terminal: terminal}, Stdio{Stdin: client.Name(), Terminal: terminal}, Hooks{})
 				if tt.when == "before-start" {
 					if err := p.CloseStdin(ctx); err != nil {
 						t.Fatalf("CloseIO before start: %v", err)
@@ -163,7 +163,7 @@ func TestStdinOpenUntilCloseIO(t *testing.T) {
 	client := openClientEnd(t)
 	path := client.Name()
 	sys := &fakeSystem{}
-	p := New("p1", &compute.ProcessSettings{CommandLine: `C:\app.exe`}, Stdio{Stdin: path}, nil)
+	p := New("p1", &compute.ProcessSettings{CommandLine: `C:\app.exe`}, Stdio{Stdin: path}, Hooks{})
 	if err := p.Start(ctx, sys); err != nil {
 		t.Fatal(err)
 	}
@@ -215,7 +215,7 @@ func TestTerminalIgnoresStderr(t *testing.T) {
 		t.Cleanup(func() { r.Close() })
 	}
 	sys := &fakeSystem{}
-	p := New("p1", &compute.ProcessSettings{CommandLine: `C:\app.exe`, Terminal: true}, Stdio{Stdout: stdout, Stderr: stderr, Terminal: true}, nil)
+	p := New("p1", &compute.ProcessSettings{CommandLine: `C:\app.exe`, Terminal: true}, Stdio{Stdout: stdout, Stderr: stderr, Terminal: true}, Hooks{})
 	if err := p.Start(ctx, sys); err != nil {
 		t.Fatalf("a terminal process with a stderr path: %v", err)
 	}

@@ -18,7 +18,6 @@ import (
 
 	"github.com/Microsoft/hcsshim/pkg/annotations"
 	sandboxAPI "github.com/containerd/containerd/api/runtime/sandbox/v1"
-	taskAPI "github.com/containerd/containerd/api/runtime/task/v3"
 	"github.com/containerd/containerd/api/types"
 	"github.com/containerd/containerd/api/types/task"
 	"github.com/containerd/containerd/v2/pkg/protobuf"
@@ -181,9 +180,9 @@ func (s *Service) StartSandbox(ctx context.Context, r *sandboxAPI.StartSandboxRe
 	if err != nil {
 		return nil, err
 	}
-	resp, err := s.tasks.Start(ctx, &taskAPI.StartRequest{ID: r.SandboxID})
+	pid, err := s.tasks.StartProcess(ctx, r.SandboxID, "")
 	if err != nil {
-		return nil, errgrpc.ToNative(err)
+		return nil, err
 	}
 	// containerd hands the sandbox's spec to NRI plugins.
 	spec, err := json.Marshal(p.spec)
@@ -191,7 +190,7 @@ func (s *Service) StartSandbox(ctx context.Context, r *sandboxAPI.StartSandboxRe
 		return nil, err
 	}
 	return &sandboxAPI.StartSandboxResponse{
-		Pid:       resp.Pid,
+		Pid:       pid,
 		CreatedAt: protobuf.ToTimestamp(p.createdAt),
 		Spec:      &anypb.Any{TypeUrl: specTypeURL, Value: spec},
 	}, nil
@@ -236,7 +235,7 @@ func (s *Service) stop(ctx context.Context, id string, timeout time.Duration) er
 			log.G(ctx).WithError(err).WithField("sandbox", id).Debug("repeat CTRL_SHUTDOWN")
 		}
 		waitCtx, cancel := context.WithTimeout(ctx, min(time.Second, time.Until(deadline)))
-		_, err := s.tasks.Wait(waitCtx, &taskAPI.WaitRequest{ID: id})
+		_, _, err := s.tasks.WaitProcess(waitCtx, id, "")
 		cancel()
 		if err == nil {
 			return nil
@@ -246,13 +245,13 @@ func (s *Service) stop(ctx context.Context, id string, timeout time.Duration) er
 	if err := s.kill(ctx, id, syscall.SIGKILL); err != nil {
 		return err
 	}
-	_, err := s.tasks.Wait(ctx, &taskAPI.WaitRequest{ID: id})
-	return errgrpc.ToNative(err)
+	_, _, err := s.tasks.WaitProcess(ctx, id, "")
+	return err
 }
 
 func (s *Service) kill(ctx context.Context, id string, sig syscall.Signal) error {
-	_, err := s.tasks.Kill(ctx, &taskAPI.KillRequest{ID: id, Signal: uint32(sig), All: true})
-	if err = errgrpc.ToNative(err); errdefs.IsNotFound(err) {
+	err := s.tasks.KillProcess(ctx, id, "", uint32(sig), true)
+	if errdefs.IsNotFound(err) {
 		// Already exited (or deleted): stopped.
 		return nil
 	}
@@ -265,11 +264,11 @@ func (s *Service) WaitSandbox(ctx context.Context, r *sandboxAPI.WaitSandboxRequ
 	if _, err := s.get(r.SandboxID); err != nil {
 		return nil, err
 	}
-	resp, err := s.tasks.Wait(ctx, &taskAPI.WaitRequest{ID: r.SandboxID})
+	exit, exitedAt, err := s.tasks.WaitProcess(ctx, r.SandboxID, "")
 	if err != nil {
-		return nil, errgrpc.ToNative(err)
+		return nil, err
 	}
-	return &sandboxAPI.WaitSandboxResponse{ExitStatus: resp.ExitStatus, ExitedAt: resp.ExitedAt}, nil
+	return &sandboxAPI.WaitSandboxResponse{ExitStatus: exit, ExitedAt: protobuf.ToTimestamp(exitedAt)}, nil
 }
 
 // SandboxStatus reports the sandbox; verbose adds the pod's settings
@@ -280,9 +279,9 @@ func (s *Service) SandboxStatus(ctx context.Context, r *sandboxAPI.SandboxStatus
 	if err != nil {
 		return nil, err
 	}
-	st, err := s.tasks.State(ctx, &taskAPI.StateRequest{ID: r.SandboxID})
+	_, st, err := s.tasks.ProcessState(r.SandboxID, "")
 	if err != nil {
-		return nil, errgrpc.ToNative(err)
+		return nil, err
 	}
 	state := "SANDBOX_NOTREADY"
 	if st.Status == task.Status_RUNNING {
@@ -295,7 +294,7 @@ func (s *Service) SandboxStatus(ctx context.Context, r *sandboxAPI.SandboxStatus
 		CreatedAt: protobuf.ToTimestamp(p.createdAt),
 	}
 	if st.Status == task.Status_STOPPED {
-		resp.ExitedAt = st.ExitedAt
+		resp.ExitedAt = protobuf.ToTimestamp(st.ExitedAt)
 	}
 	if r.Verbose {
 		info, err := cri.VerboseInfo(p.settings, cri.RuntimeStatus{
@@ -329,10 +328,8 @@ func (s *Service) ShutdownSandbox(ctx context.Context, r *sandboxAPI.ShutdownSan
 		if err := s.stop(ctx, r.SandboxID, defaultStopTimeout); err != nil {
 			return nil, err
 		}
-		if _, err := s.tasks.Delete(ctx, &taskAPI.DeleteRequest{ID: r.SandboxID}); err != nil {
-			if err := errgrpc.ToNative(err); !errdefs.IsNotFound(err) {
-				return nil, err
-			}
+		if _, err := s.tasks.DeleteProcess(ctx, r.SandboxID, ""); err != nil && !errdefs.IsNotFound(err) {
+			return nil, err
 		}
 		s.mu.Lock()
 		s.pod = nil
@@ -341,11 +338,7 @@ func (s *Service) ShutdownSandbox(ctx context.Context, r *sandboxAPI.ShutdownSan
 	// pkg/shim ends the process as soon as shutdown starts, without
 	// finishing replies in flight, and containerd fails the pod's removal
 	// on a lost reply. So the shim goes once this reply is on its way.
-	time.AfterFunc(shutdownGrace, func() {
-		if _, err := s.tasks.Shutdown(context.WithoutCancel(ctx), &taskAPI.ShutdownRequest{}); err != nil {
-			log.G(ctx).WithError(err).Warn("shut the shim down")
-		}
-	})
+	time.AfterFunc(shutdownGrace, s.tasks.ShutdownIfIdle)
 	return &sandboxAPI.ShutdownSandboxResponse{}, nil
 }
 

@@ -12,7 +12,6 @@ import (
 	"os"
 	"path/filepath"
 	"sync"
-	"syscall"
 	"time"
 
 	eventstypes "github.com/containerd/containerd/api/events"
@@ -155,9 +154,7 @@ func (s *Service) create(ctx context.Context, id, bundle string, spec *specs.Spe
 		return fmt.Errorf("create compute system for task %s: %w", id, err)
 	}
 	c := &container{id: id, bundle: bundle, system: sys, execs: map[string]*process.Process{}, release: release}
-	c.init = process.New(id, procSettings, stdio, c.teardown)
-	c.init.SetSystemShutdown(sys.Shutdown)
-	c.init.SetExitNotifier(s.exitNotifier(id))
+	c.init = process.New(id, procSettings, stdio, process.Hooks{OnExit: c.teardown, Notify: s.exitNotifier(id), Shutdown: sys.Shutdown})
 	s.mu.Lock()
 	s.containers[id] = c
 	s.mu.Unlock()
@@ -214,28 +211,9 @@ func readSpec(bundle string) (*specs.Spec, error) {
 // Start starts the init process (and with it the compute system) or an exec.
 func (s *Service) Start(ctx context.Context, r *taskAPI.StartRequest) (_ *taskAPI.StartResponse, retErr error) {
 	defer func() { retErr = errgrpc.ToGRPC(retErr) }()
-	c, p, err := s.process(r.ID, r.ExecID)
+	pid, err := s.StartProcess(ctx, r.ID, r.ExecID)
 	if err != nil {
 		return nil, err
-	}
-	if r.ExecID == "" {
-		if st := p.State(); st.Status != task.Status_CREATED {
-			return nil, fmt.Errorf("task %s is not created (it is %v): %w", r.ID, st.Status, errdefs.ErrFailedPrecondition)
-		}
-		if err := c.system.Start(ctx); err != nil {
-			return nil, fmt.Errorf("start compute system of task %s: %w", r.ID, err)
-		}
-	} else if st := c.init.State(); st.Status != task.Status_RUNNING {
-		return nil, fmt.Errorf("task %s is not running; cannot start exec %s: %w", r.ID, r.ExecID, errdefs.ErrFailedPrecondition)
-	}
-	if err := p.Start(ctx, c.system); err != nil {
-		return nil, err
-	}
-	pid := p.State().Pid
-	if r.ExecID == "" {
-		s.publish(ctx, runtime.TaskStartEventTopic, &eventstypes.TaskStart{ContainerID: r.ID, Pid: pid})
-	} else {
-		s.publish(ctx, runtime.TaskExecStartedEventTopic, &eventstypes.TaskExecStarted{ContainerID: r.ID, ExecID: r.ExecID, Pid: pid})
 	}
 	return &taskAPI.StartResponse{Pid: pid}, nil
 }
@@ -257,39 +235,11 @@ func (s *Service) exitNotifier(containerID string) func(context.Context, process
 // Delete removes an exited exec, or an exited (or never started) task.
 func (s *Service) Delete(ctx context.Context, r *taskAPI.DeleteRequest) (_ *taskAPI.DeleteResponse, retErr error) {
 	defer func() { retErr = errgrpc.ToGRPC(retErr) }()
-	c, p, err := s.process(r.ID, r.ExecID)
+	st, err := s.DeleteProcess(ctx, r.ID, r.ExecID)
 	if err != nil {
 		return nil, err
 	}
-	if err := p.CheckDeletable(); err != nil {
-		return nil, err
-	}
-	if st := p.State(); st.Status == task.Status_CREATED {
-		// Never started: end it, which for init releases the system.
-		if err := p.Kill(ctx, uint32(syscall.SIGKILL)); err != nil {
-			return nil, err
-		}
-	}
-	exit, exitedAt, err := p.Wait(ctx)
-	if err != nil {
-		return nil, err
-	}
-	st := p.State()
-	if r.ExecID != "" {
-		c.removeExec(r.ExecID)
-	} else {
-		s.mu.Lock()
-		delete(s.containers, r.ID)
-		s.mu.Unlock()
-		s.publish(ctx, runtime.TaskDeleteEventTopic, &eventstypes.TaskDelete{
-			ContainerID: r.ID,
-			Pid:         st.Pid,
-			ExitStatus:  exit,
-			ExitedAt:    protobuf.ToTimestamp(exitedAt),
-			ID:          r.ID,
-		})
-	}
-	return &taskAPI.DeleteResponse{Pid: st.Pid, ExitStatus: exit, ExitedAt: protobuf.ToTimestamp(exitedAt)}, nil
+	return &taskAPI.DeleteResponse{Pid: st.Pid, ExitStatus: st.ExitStatus, ExitedAt: protobuf.ToTimestamp(st.ExitedAt)}, nil
 }
 
 // Exec adds a process to a running task; it starts with Start.
@@ -313,8 +263,7 @@ func (s *Service) Exec(ctx context.Context, r *taskAPI.ExecProcessRequest) (_ *e
 	if err != nil {
 		return nil, fmt.Errorf("exec %s: %w", r.ExecID, err)
 	}
-	p := process.New(r.ExecID, settings, process.Stdio{Stdin: r.Stdin, Stdout: r.Stdout, Stderr: r.Stderr, Terminal: r.Terminal}, nil)
-	p.SetExitNotifier(s.exitNotifier(r.ID))
+	p := process.New(r.ExecID, settings, process.Stdio{Stdin: r.Stdin, Stdout: r.Stdout, Stderr: r.Stderr, Terminal: r.Terminal}, process.Hooks{Notify: s.exitNotifier(r.ID)})
 	if err := c.addExec(p); err != nil {
 		return nil, err
 	}
@@ -325,15 +274,14 @@ func (s *Service) Exec(ctx context.Context, r *taskAPI.ExecProcessRequest) (_ *e
 // State reports a process.
 func (s *Service) State(ctx context.Context, r *taskAPI.StateRequest) (_ *taskAPI.StateResponse, retErr error) {
 	defer func() { retErr = errgrpc.ToGRPC(retErr) }()
-	c, p, err := s.process(r.ID, r.ExecID)
+	bundle, st, err := s.ProcessState(r.ID, r.ExecID)
 	if err != nil {
 		return nil, err
 	}
-	st := p.State()
 	return &taskAPI.StateResponse{
 		ID:         r.ID,
 		ExecID:     r.ExecID,
-		Bundle:     c.bundle,
+		Bundle:     bundle,
 		Pid:        st.Pid,
 		Status:     st.Status,
 		Stdin:      st.Stdio.Stdin,
@@ -366,18 +314,7 @@ func (s *Service) Pids(ctx context.Context, r *taskAPI.PidsRequest) (_ *taskAPI.
 // Kill signals a process; with All, every exec of the task too.
 func (s *Service) Kill(ctx context.Context, r *taskAPI.KillRequest) (_ *emptypb.Empty, retErr error) {
 	defer func() { retErr = errgrpc.ToGRPC(retErr) }()
-	c, p, err := s.process(r.ID, r.ExecID)
-	if err != nil {
-		return nil, err
-	}
-	if r.All && r.ExecID == "" {
-		for _, e := range c.execList() {
-			if err := e.Kill(ctx, r.Signal); err != nil && !errdefs.IsNotFound(err) {
-				return nil, fmt.Errorf("kill exec %s of task %s: %w", e.ID(), r.ID, err)
-			}
-		}
-	}
-	if err := p.Kill(ctx, r.Signal); err != nil {
+	if err := s.KillProcess(ctx, r.ID, r.ExecID, r.Signal, r.All); err != nil {
 		return nil, err
 	}
 	return &emptypb.Empty{}, nil
@@ -386,11 +323,7 @@ func (s *Service) Kill(ctx context.Context, r *taskAPI.KillRequest) (_ *emptypb.
 // Wait returns once the process's exit is final.
 func (s *Service) Wait(ctx context.Context, r *taskAPI.WaitRequest) (_ *taskAPI.WaitResponse, retErr error) {
 	defer func() { retErr = errgrpc.ToGRPC(retErr) }()
-	_, p, err := s.process(r.ID, r.ExecID)
-	if err != nil {
-		return nil, err
-	}
-	exit, exitedAt, err := p.Wait(ctx)
+	exit, exitedAt, err := s.WaitProcess(ctx, r.ID, r.ExecID)
 	if err != nil {
 		return nil, err
 	}
@@ -482,13 +415,7 @@ func (s *Service) Connect(ctx context.Context, r *taskAPI.ConnectRequest) (_ *ta
 
 // Shutdown stops the shim once it holds no task.
 func (s *Service) Shutdown(ctx context.Context, r *taskAPI.ShutdownRequest) (*emptypb.Empty, error) {
-	s.mu.Lock()
-	n := len(s.containers)
-	s.mu.Unlock()
-	if n > 0 {
-		return &emptypb.Empty{}, nil
-	}
-	s.shutdown.Shutdown()
+	s.ShutdownIfIdle()
 	return &emptypb.Empty{}, nil
 }
 
