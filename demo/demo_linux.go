@@ -13,7 +13,6 @@ import (
 	"os/exec"
 	"path/filepath"
 	"strings"
-	"sync"
 	"syscall"
 	"time"
 
@@ -33,6 +32,7 @@ import (
 	"google.golang.org/protobuf/types/known/anypb"
 
 	"github.com/winproc/winproc/internal/containerdnames"
+	"github.com/winproc/winproc/internal/syncbuffer"
 	"github.com/winproc/winproc/runtimeclass/containerdconfig"
 	"github.com/winproc/winproc/shim/options"
 )
@@ -969,22 +969,7 @@ func short(id string) string {
 }
 
 // buffer collects a process's output while it writes it.
-type buffer struct {
-	mu  sync.Mutex
-	buf strings.Builder
-}
-
-func (b *buffer) Write(p []byte) (int, error) {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	return b.buf.Write(p)
-}
-
-func (b *buffer) String() string {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	return b.buf.String()
-}
+type buffer struct{ syncbuffer.Buffer }
 
 // waitFor waits until the output holds want.
 func (b *buffer) waitFor(ctx context.Context, want string, limit time.Duration) error {

@@ -27,6 +27,7 @@ import (
 
 	"github.com/winproc/winproc/integration/node"
 	"github.com/winproc/winproc/internal/containerdnames"
+	"github.com/winproc/winproc/internal/syncbuffer"
 )
 
 const testAppImage = "example.com/winproc/testapp:test"
@@ -61,7 +62,7 @@ func newClient(t testing.TB, n *node.Node) *containerd.Client {
 }
 
 // output collects a process's stdout and stderr.
-type output struct{ node.Buffer }
+type output struct{ syncbuffer.Buffer }
 
 // waitFor waits until the output holds want.
 func (o *output) waitFor(t testing.TB, want string) {

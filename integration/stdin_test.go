@@ -15,6 +15,7 @@ import (
 	"github.com/containerd/containerd/v2/pkg/cio"
 
 	"github.com/winproc/winproc/integration/node"
+	"github.com/winproc/winproc/internal/syncbuffer"
 )
 
 // eofReader reports when its reader has been read to the end.
@@ -61,7 +62,7 @@ func feedEcho(t testing.TB, payload []byte, early bool, create func(cio.Creator)
 	t.Helper()
 	ctx := context.Background()
 	in := &eofReader{r: bytes.NewReader(payload), eof: make(chan struct{})}
-	var out, errOut node.Buffer
+	var out, errOut syncbuffer.Buffer
 	proc, err := create(cio.NewCreator(cio.WithStreams(in, &out, &errOut), cio.WithFIFODir(t.TempDir())))
 	if err != nil {
 		t.Fatal(err)

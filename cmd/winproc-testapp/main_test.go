@@ -7,10 +7,11 @@ import (
 	"net/http"
 	"os"
 	"strings"
-	"sync"
 	"syscall"
 	"testing"
 	"time"
+
+	"github.com/winproc/winproc/internal/syncbuffer"
 )
 
 // These tests call run in-process; they use in-memory stdio, loopback TCP and
@@ -157,25 +158,6 @@ func TestEnv(t *testing.T) {
 	}
 }
 
-// syncBuffer is a bytes.Buffer that a running command writes while the test
-// reads it.
-type syncBuffer struct {
-	mu sync.Mutex
-	b  bytes.Buffer
-}
-
-func (s *syncBuffer) Write(p []byte) (int, error) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.Write(p)
-}
-
-func (s *syncBuffer) String() string {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.String()
-}
-
 // waitLine waits until out has a whole line starting with prefix and returns
 // the rest of that line; it fails the test if done is closed first.
 func waitLine(t *testing.T, out fmt.Stringer, prefix string, done <-chan struct{}, timeout time.Duration) string {
@@ -209,15 +191,15 @@ func waitLine(t *testing.T, out fmt.Stringer, prefix string, done <-chan struct{
 // started is a command running in-process with a fake console.
 type started struct {
 	events chan os.Signal
-	stdout *syncBuffer
-	stderr *syncBuffer
+	stdout *syncbuffer.Buffer
+	stderr *syncbuffer.Buffer
 	done   chan struct{} // closed once run has returned code
 	code   int
 }
 
 func start(t *testing.T, args ...string) *started {
 	t.Helper()
-	s := &started{events: make(chan os.Signal, 1), stdout: &syncBuffer{}, stderr: &syncBuffer{}, done: make(chan struct{})}
+	s := &started{events: make(chan os.Signal, 1), stdout: &syncbuffer.Buffer{}, stderr: &syncbuffer.Buffer{}, done: make(chan struct{})}
 	p := &program{
 		stdin:  strings.NewReader(""),
 		stdout: s.stdout,

@@ -13,6 +13,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/winproc/winproc/internal/syncbuffer"
 	"github.com/winproc/winproc/internal/winetest"
 )
 
@@ -54,14 +55,14 @@ var launchers = []launcher{
 // proc is a started process whose stdout the test watches.
 type proc struct {
 	cmd            *exec.Cmd
-	stdout, stderr *syncBuffer
+	stdout, stderr *syncbuffer.Buffer
 	exited         chan struct{} // closed once Wait has returned err
 	err            error
 }
 
 func startProc(t *testing.T, cmd *exec.Cmd) *proc {
 	t.Helper()
-	p := &proc{cmd: cmd, stdout: &syncBuffer{}, stderr: &syncBuffer{}, exited: make(chan struct{})}
+	p := &proc{cmd: cmd, stdout: &syncbuffer.Buffer{}, stderr: &syncbuffer.Buffer{}, exited: make(chan struct{})}
 	cmd.Stdout, cmd.Stderr = p.stdout, p.stderr
 	if err := cmd.Start(); err != nil {
 		t.Fatal(err)

@@ -2,8 +2,10 @@ package main
 
 import (
 	"context"
+	"flag"
 	"fmt"
 	"strings"
+	"time"
 
 	"github.com/winproc/winproc/winimage"
 )
@@ -41,16 +43,7 @@ func runImageBuild(ctx context.Context, e *env, sc *subcommand, args []string) e
 	fs.StringVar(&user, "user", "", "user to run as, e.g. ContainerUser")
 	fs.StringVar(&arch, "arch", winimage.DefaultArchitecture, "architecture: amd64 or arm64")
 	fs.BoolVar(&noBase, "no-base", false, "make the first -tree the base layer instead of adding a synthetic base layer")
-	out.register(fs)
-	base.register(fs)
-	pos, err := sc.parse(fs, args)
-	if err != nil {
-		return err
-	}
-	if len(pos) > 0 {
-		return sc.usageErr(fs, "unexpected argument %q", pos[0])
-	}
-	format, created, err := out.check(sc, fs, e)
+	format, created, err := parseOutputCommand(e, sc, fs, args, &out, &base)
 	if err != nil {
 		return err
 	}
@@ -143,16 +136,7 @@ func runImagePause(ctx context.Context, e *env, sc *subcommand, args []string) e
 	fs.StringVar(&opts.WincatExe, "wincat-exe", "", "wincat.exe to put at C:\\Windows\\System32\\wincat.exe (required)")
 	fs.StringVar(&osVersion, "os-version", "", "Windows os.version, e.g. 10.0.20348.1 (required without -base-layout; with it, default the base's)")
 	fs.StringVar(&opts.Architecture, "arch", winimage.DefaultArchitecture, "architecture: amd64 or arm64")
-	out.register(fs)
-	base.register(fs)
-	pos, err := sc.parse(fs, args)
-	if err != nil {
-		return err
-	}
-	if len(pos) > 0 {
-		return sc.usageErr(fs, "unexpected argument %q", pos[0])
-	}
-	format, created, err := out.check(sc, fs, e)
+	format, created, err := parseOutputCommand(e, sc, fs, args, &out, &base)
 	if err != nil {
 		return err
 	}
@@ -176,4 +160,19 @@ func runImagePause(ctx context.Context, e *env, sc *subcommand, args []string) e
 		return sc.fail(err)
 	}
 	return write(ctx, e, sc, &out, format, img)
+}
+
+// parseOutputCommand registers the output and base flags of a command that
+// writes an image, parses args (no positional ones) and checks the output.
+func parseOutputCommand(e *env, sc *subcommand, fs *flag.FlagSet, args []string, out *outputFlags, base *baseFlags) (winimage.Format, time.Time, error) {
+	out.register(fs)
+	base.register(fs)
+	pos, err := sc.parse(fs, args)
+	if err != nil {
+		return "", time.Time{}, err
+	}
+	if len(pos) > 0 {
+		return "", time.Time{}, sc.usageErr(fs, "unexpected argument %q", pos[0])
+	}
+	return out.check(sc, fs, e)
 }

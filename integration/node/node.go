@@ -8,7 +8,6 @@
 package node
 
 import (
-	"bytes"
 	"context"
 	"errors"
 	"fmt"
@@ -22,6 +21,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/winproc/winproc/internal/syncbuffer"
 	"github.com/winproc/winproc/internal/winetest"
 	"github.com/winproc/winproc/runtimeclass/containerdconfig"
 	"github.com/winproc/winproc/shim/options"
@@ -255,7 +255,7 @@ func (n *Node) run(ctx context.Context, bin string, args ...string) (string, err
 type daemon struct {
 	name   string
 	cmd    *exec.Cmd
-	log    *Buffer
+	log    *syncbuffer.Buffer
 	exited chan struct{}
 	once   sync.Once
 }
@@ -264,7 +264,7 @@ type daemon struct {
 // stops it when the test ends.
 func (n *Node) startProcess(t testing.TB, name, bin string, args ...string) *daemon {
 	t.Helper()
-	d := &daemon{name: name, log: &Buffer{}, exited: make(chan struct{})}
+	d := &daemon{name: name, log: &syncbuffer.Buffer{}, exited: make(chan struct{})}
 	d.cmd = exec.Command(bin, args...)
 	d.cmd.Env = append(os.Environ(), "PATH="+n.bins+":"+os.Getenv("PATH"))
 	d.cmd.Stdout, d.cmd.Stderr = d.log, d.log
@@ -344,25 +344,6 @@ func waitSocket(t testing.TB, path string) {
 		}
 		time.Sleep(50 * time.Millisecond)
 	}
-}
-
-// Buffer collects a process's output while the process writes it: daemon
-// logs for failure reports and log checks, container output in tests.
-type Buffer struct {
-	mu  sync.Mutex
-	buf bytes.Buffer
-}
-
-func (b *Buffer) Write(p []byte) (int, error) {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	return b.buf.Write(p)
-}
-
-func (b *Buffer) String() string {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	return b.buf.String()
 }
 
 // BuildBinaries builds the project's commands for goos ("linux" or

@@ -23,7 +23,9 @@ import (
 	taskv3 "github.com/containerd/containerd/api/runtime/task/v3"
 	"github.com/containerd/containerd/v2/pkg/namespaces"
 	"github.com/containerd/ttrpc"
+
 	"github.com/winproc/winproc/internal/procscan"
+	"github.com/winproc/winproc/internal/syncbuffer"
 )
 
 // TTRPCAddress is containerd's ttrpc socket (shims publish events there):
@@ -125,7 +127,7 @@ type ShimProcess struct {
 	Bundle    string // its working directory
 	Dir       string // everything of it lives below Dir
 	cmd       *exec.Cmd
-	log       *Buffer
+	log       *syncbuffer.Buffer
 	exited    chan struct{}
 	once      sync.Once
 }
@@ -159,7 +161,7 @@ func (n *Node) StartShim(t testing.TB, binary, namespace, id string, env ...stri
 		Socket:    filepath.Join(dir, "shim.sock"),
 		Bundle:    filepath.Join(dir, "state", "io.containerd.runtime.v2.task", namespace, id),
 		Dir:       dir,
-		log:       &Buffer{},
+		log:       &syncbuffer.Buffer{},
 		exited:    make(chan struct{}),
 	}
 	// Cleanups run last registered first: the shim is stopped, then its

@@ -13,13 +13,13 @@ import (
 	"runtime"
 	"strconv"
 	"strings"
-	"sync"
 	"testing"
 	"time"
 
 	"github.com/containerd/errdefs"
 	"golang.org/x/sys/unix"
 
+	"github.com/winproc/winproc/internal/syncbuffer"
 	"github.com/winproc/winproc/internal/winetest"
 	"github.com/winproc/winproc/pause"
 	"github.com/winproc/winproc/shim/compute"
@@ -144,24 +144,6 @@ func (f *fixture) start(t *testing.T, id string, s *compute.Settings) compute.Sy
 	return sys
 }
 
-// syncBuffer is a bytes.Buffer safe for a copier and a reader.
-type syncBuffer struct {
-	mu sync.Mutex
-	b  bytes.Buffer
-}
-
-func (s *syncBuffer) Write(p []byte) (int, error) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.Write(p)
-}
-
-func (s *syncBuffer) String() string {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.String()
-}
-
 // waitFor waits for ch, failing the test after d.
 func waitFor(t *testing.T, ch <-chan struct{}, d time.Duration, what string) {
 	t.Helper()
@@ -181,7 +163,7 @@ type result struct {
 // run runs a process to its end.
 func run(t *testing.T, sys compute.System, ps compute.ProcessSettings) result {
 	t.Helper()
-	var stdout, stderr syncBuffer
+	var stdout, stderr syncbuffer.Buffer
 	ps.Stdout, ps.Stderr = &stdout, &stderr
 	p, err := sys.CreateProcess(context.Background(), &ps)
 	if err != nil {
@@ -200,7 +182,7 @@ func run(t *testing.T, sys compute.System, ps compute.ProcessSettings) result {
 func normalize(s string) string { return strings.ReplaceAll(s, "\r", "") }
 
 // waitOutput waits until buf holds want.
-func waitOutput(t *testing.T, buf *syncBuffer, want string, exited <-chan struct{}) {
+func waitOutput(t *testing.T, buf *syncbuffer.Buffer, want string, exited <-chan struct{}) {
 	t.Helper()
 	deadline := time.After(60 * time.Second)
 	for !strings.Contains(buf.String(), want) {
@@ -559,7 +541,7 @@ func TestWine(t *testing.T) {
 			}
 			defer pr.Close()
 			defer pw.Close()
-			var out syncBuffer
+			var out syncbuffer.Buffer
 			p, err := sys.CreateProcess(ctx, &compute.ProcessSettings{CommandLine: `C:\probe.exe cat print eof`, Stdin: pr, Stdout: &out})
 			if err != nil {
 				t.Fatal(err)
@@ -580,7 +562,7 @@ func TestWine(t *testing.T) {
 		})
 
 		t.Run("CtrlCReachesPause", func(t *testing.T) {
-			var out syncBuffer
+			var out syncbuffer.Buffer
 			p, err := sys.CreateProcess(ctx, &compute.ProcessSettings{CommandLine: `C:\pause.exe`, Stdout: &out, Stderr: &out})
 			if err != nil {
 				t.Fatal(err)
@@ -604,7 +586,7 @@ func TestWine(t *testing.T) {
 
 		t.Run("CtrlShutdownAndBreak", func(t *testing.T) {
 			for _, sig := range []compute.Signal{compute.CtrlBreak, compute.CtrlShutdown} {
-				var out syncBuffer
+				var out syncbuffer.Buffer
 				p, err := sys.CreateProcess(ctx, &compute.ProcessSettings{CommandLine: `C:\probe.exe wait exit 7`, Stdout: &out})
 				if err != nil {
 					t.Fatal(err)
@@ -622,7 +604,7 @@ func TestWine(t *testing.T) {
 		})
 
 		t.Run("Kill", func(t *testing.T) {
-			var out syncBuffer
+			var out syncbuffer.Buffer
 			p, err := sys.CreateProcess(ctx, &compute.ProcessSettings{CommandLine: `C:\probe.exe print up sleep`, Stdout: &out})
 			if err != nil {
 				t.Fatal(err)
@@ -650,7 +632,7 @@ func TestWine(t *testing.T) {
 		t.Run("GrandchildHoldsOutput", func(t *testing.T) {
 			// cmd starts a probe that sleeps with cmd's stdout; cmd exits
 			// at once. Wait must not wait for the sleeper.
-			var out syncBuffer
+			var out syncbuffer.Buffer
 			start := time.Now()
 			p, err := sys.CreateProcess(ctx, &compute.ProcessSettings{CommandLine: `cmd /c start /b C:\probe.exe print child sleep & echo parent`, Stdout: &out})
 			if err != nil {
@@ -684,7 +666,7 @@ func TestWine(t *testing.T) {
 			if r.stdout != "burnt true\nallocated 64\n" {
 				t.Fatalf("burn: %+v", r)
 			}
-			var out syncBuffer
+			var out syncbuffer.Buffer
 			p, err := sys.CreateProcess(ctx, &compute.ProcessSettings{CommandLine: `C:\probe.exe alloc 48 fill C:\stats.bin 200 print ready sleep`, Stdout: &out})
 			if err != nil {
 				t.Fatal(err)
@@ -745,7 +727,7 @@ func TestWine(t *testing.T) {
 		})
 
 		t.Run("Terminal", func(t *testing.T) {
-			var out syncBuffer
+			var out syncbuffer.Buffer
 			p, err := sys.CreateProcess(ctx, &compute.ProcessSettings{
 				CommandLine: `C:\probe.exe print on-a-console exit 5`, Terminal: true, ConsoleWidth: 100, ConsoleHeight: 30,
 				Stdout: &out,
@@ -819,7 +801,7 @@ func TestWine(t *testing.T) {
 	t.Run("Shutdown", func(t *testing.T) {
 		const id = "sys-shutdown"
 		sys := f.start(t, id, &compute.Settings{Layers: f.basicLayers(t)})
-		var out syncBuffer
+		var out syncbuffer.Buffer
 		p, err := sys.CreateProcess(ctx, &compute.ProcessSettings{CommandLine: `C:\pause.exe`, Stdout: &out})
 		if err != nil {
 			t.Fatal(err)
@@ -908,7 +890,7 @@ func TestWine(t *testing.T) {
 	t.Run("OpenAfterCrash", func(t *testing.T) {
 		const id = "sys-crash"
 		sys := f.start(t, id, &compute.Settings{Layers: f.basicLayers(t)})
-		var out syncBuffer
+		var out syncbuffer.Buffer
 		p, err := sys.CreateProcess(ctx, &compute.ProcessSettings{CommandLine: `C:\probe.exe print up sleep`, Stdout: &out})
 		if err != nil {
 			t.Fatal(err)

@@ -9,6 +9,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/winproc/winproc/internal/syncbuffer"
 	"github.com/winproc/winproc/shim/compute"
 )
 
@@ -35,7 +36,7 @@ func TestStdinEndsAtEOF(t *testing.T) {
 		{"Terminal", true, []byte("first line\rsecond line\r")},
 	} {
 		t.Run(tt.name, func(t *testing.T) {
-			var out syncBuffer
+			var out syncbuffer.Buffer
 			p, err := sys.CreateProcess(ctx, &compute.ProcessSettings{
 				CommandLine: `C:\probe.exe cat exit 0`, Terminal: tt.terminal,
 				Stdin: bytes.NewReader(tt.in), Stdout: &out, Stderr: &out,

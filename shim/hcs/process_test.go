@@ -11,6 +11,7 @@ import (
 
 	"github.com/containerd/errdefs"
 
+	"github.com/winproc/winproc/internal/syncbuffer"
 	"github.com/winproc/winproc/shim/compute"
 )
 
@@ -32,7 +33,7 @@ func started(t *testing.T, ps *compute.ProcessSettings) (*fakeAPI, compute.Syste
 }
 
 func TestProcessRun(t *testing.T) {
-	var stdout, stderr syncBuffer
+	var stdout, stderr syncbuffer.Buffer
 	stdinR, stdinW := io.Pipe()
 	ps := &compute.ProcessSettings{
 		CommandLine: "cmd /c echo hi", WorkingDirectory: `C:\`, Env: []string{"A=1"},
@@ -101,7 +102,7 @@ func TestProcessRun(t *testing.T) {
 }
 
 func TestProcessDrainBounded(t *testing.T) {
-	var stdout syncBuffer
+	var stdout syncbuffer.Buffer
 	_, _, _, p, fp := started(t, &compute.ProcessSettings{CommandLine: "x", Stdout: &stdout})
 	io.WriteString(fp.stdoutW, "before exit")
 	// A grandchild keeps stdout open after the process exits.
@@ -121,7 +122,7 @@ func TestProcessDrainBounded(t *testing.T) {
 }
 
 func TestProcessWaitsForOutput(t *testing.T) {
-	var stdout syncBuffer
+	var stdout syncbuffer.Buffer
 	_, _, _, p, fp := started(t, &compute.ProcessSettings{CommandLine: "x", Stdout: &stdout})
 	fp.exit(0, nil)
 	notWithin(t, p.Wait(), 50*time.Millisecond, "Wait before the output ended")
@@ -242,7 +243,7 @@ func TestProcessCloseStdin(t *testing.T) {
 }
 
 func TestProcessCloseBeforeExit(t *testing.T) {
-	var stdout syncBuffer
+	var stdout syncbuffer.Buffer
 	_, _, _, p, fp := started(t, &compute.ProcessSettings{CommandLine: "x", Stdout: &stdout})
 	if err := p.Close(); err != nil {
 		t.Fatal(err)

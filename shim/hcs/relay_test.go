@@ -1,7 +1,6 @@
 package hcs
 
 import (
-	"bytes"
 	"errors"
 	"io"
 	"strings"
@@ -10,25 +9,9 @@ import (
 	"time"
 
 	"github.com/containerd/log"
+
+	"github.com/winproc/winproc/internal/syncbuffer"
 )
-
-// syncBuffer is a bytes.Buffer safe for a copy goroutine and the test.
-type syncBuffer struct {
-	mu sync.Mutex
-	b  bytes.Buffer
-}
-
-func (s *syncBuffer) Write(p []byte) (int, error) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.Write(p)
-}
-
-func (s *syncBuffer) String() string {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.String()
-}
 
 // countingCloser counts Close calls of a pipe end.
 type countingCloser struct {
@@ -58,7 +41,7 @@ func TestRelayCopiesAndClosesStdinAtEOF(t *testing.T) {
 	var hcsCloses int
 	var mu sync.Mutex
 	closeHCS := func() error { mu.Lock(); hcsCloses++; mu.Unlock(); return nil }
-	var stdout, stderr syncBuffer
+	var stdout, stderr syncbuffer.Buffer
 	r := startRelay(stdin, outR, errR, strings.NewReader("input\n"), &stdout, &stderr, closeHCS, log.L)
 
 	got, err := io.ReadAll(inR) // ends when the relay closes stdin
@@ -127,7 +110,7 @@ func TestRelayUnconnectedStdinClosedAtOnce(t *testing.T) {
 func TestRelayCloseOutputEndsCopies(t *testing.T) {
 	outR, outW := io.Pipe()
 	defer outW.Close()
-	var stdout syncBuffer
+	var stdout syncbuffer.Buffer
 	r := startRelay(nil, outR, nil, nil, &stdout, nil, nil, log.L)
 	io.WriteString(outW, "partial")
 	notWithin(t, r.outputDone, 50*time.Millisecond, "output done while the pipe is open")
