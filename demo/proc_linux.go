@@ -14,6 +14,7 @@ import (
 	"syscall"
 	"time"
 
+	"github.com/moby/sys/mountinfo"
 	"github.com/winproc/winproc/internal/procscan"
 )
 
@@ -113,16 +114,13 @@ func waitSocket(d *daemon, path string, limit time.Duration) error {
 // mountsBelow lists the mount points at or below dir, deepest first (the
 // order to unmount them in).
 func mountsBelow(dir string) []string {
-	b, err := os.ReadFile("/proc/self/mountinfo")
+	infos, err := mountinfo.GetMounts(mountinfo.PrefixFilter(dir))
 	if err != nil {
 		return nil
 	}
-	var found []string
-	for _, line := range strings.Split(string(b), "\n") {
-		f := strings.Fields(line)
-		if len(f) > 4 && (f[4] == dir || strings.HasPrefix(f[4], dir+"/")) {
-			found = append(found, f[4])
-		}
+	found := make([]string, len(infos))
+	for i, m := range infos {
+		found[i] = m.Mountpoint
 	}
 	sort.Slice(found, func(i, j int) bool { return len(found[i]) > len(found[j]) })
 	return found

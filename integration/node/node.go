@@ -21,6 +21,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/moby/sys/mountinfo"
 	"github.com/winproc/winproc/internal/syncbuffer"
 	"github.com/winproc/winproc/internal/winetest"
 	"github.com/winproc/winproc/runtimeclass/containerdconfig"
@@ -316,16 +317,13 @@ func (n *Node) cleanupDir(t testing.TB) {
 
 // Mounts lists the mount points at or below dir.
 func Mounts(dir string) []string {
-	b, err := os.ReadFile("/proc/self/mountinfo")
+	infos, err := mountinfo.GetMounts(mountinfo.PrefixFilter(dir))
 	if err != nil {
 		return nil
 	}
-	var found []string
-	for _, line := range strings.Split(string(b), "\n") {
-		f := strings.Fields(line)
-		if len(f) > 4 && (f[4] == dir || strings.HasPrefix(f[4], dir+"/")) {
-			found = append(found, f[4])
-		}
+	found := make([]string, len(infos))
+	for i, m := range infos {
+		found[i] = m.Mountpoint
 	}
 	return found
 }
