@@ -78,8 +78,8 @@ faults: tools wine
 # Every fuzz target, as package:Target. `make fuzz` (part of `test`) runs
 # each for FUZZTIME_SHORT; `make fuzz-long` runs each for FUZZTIME.
 FUZZ_TARGETS := \
-	./snapshotter/wclayer:FuzzImport \
-	./snapshotter/wclayer:FuzzImportEntries \
+	./snapshotter/layertar:FuzzImport \
+	./snapshotter/layertar:FuzzImportEntries \
 	./snapshotter/layermount:FuzzDecode \
 	./cri:FuzzFromCreateSandbox \
 	./shim/specconv:FuzzFromSpec \

@@ -1,7 +1,7 @@
 // Package winimage builds Windows container images for process isolation:
 // OCI images for os "windows" whose layers are Windows-format layer tars
 // (Files/..., Hives/..., Windows metadata in PAX records; see package
-// snapshotter/wclayer), written as an OCI image layout directory, an OCI
+// snapshotter/layertar), written as an OCI image layout directory, an OCI
 // layout tar or a docker-archive tar (what `docker save` writes). All three
 // are accepted by `ctr images import` (the layout directory once tarred,
 // which is exactly the oci-archive format).

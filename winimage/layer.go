@@ -14,7 +14,7 @@ import (
 	"github.com/google/go-containerregistry/pkg/v1/tarball"
 	"github.com/google/go-containerregistry/pkg/v1/types"
 
-	"github.com/winproc/winproc/snapshotter/wclayer"
+	"github.com/winproc/winproc/snapshotter/layertar"
 )
 
 // DefaultCreated is the time written into layers, configs and history when
@@ -69,9 +69,9 @@ func LayerFromTree(ctx context.Context, dir string, opts ...LayerOption) (v1.Lay
 	if !fi.IsDir() {
 		return nil, fmt.Errorf("layer tree %s: not a directory", dir)
 	}
-	eopts := []wclayer.ExportOption{wclayer.WithTimestamp(cfg.created)}
+	eopts := []layertar.ExportOption{layertar.WithTimestamp(cfg.created)}
 	if cfg.base {
-		eopts = append(eopts, wclayer.WithEmptyHives())
+		eopts = append(eopts, layertar.WithEmptyHives())
 	}
 	var buf bytes.Buffer
 	// The gzip header has no name and a zero mtime, so the output only
@@ -80,7 +80,7 @@ func LayerFromTree(ctx context.Context, dir string, opts ...LayerOption) (v1.Lay
 	if err != nil {
 		return nil, err
 	}
-	if err := wclayer.FromTree(ctx, zw, dir, eopts...); err != nil {
+	if err := layertar.FromTree(ctx, zw, dir, eopts...); err != nil {
 		return nil, fmt.Errorf("layer tree %s: %w", dir, err)
 	}
 	if err := zw.Close(); err != nil {

@@ -27,7 +27,7 @@ import (
 
 	"github.com/winproc/winproc/snapshotter"
 	"github.com/winproc/winproc/snapshotter/layermount"
-	"github.com/winproc/winproc/snapshotter/wclayer"
+	"github.com/winproc/winproc/snapshotter/layertar"
 	"github.com/winproc/winproc/winbuild"
 )
 
@@ -119,7 +119,7 @@ func (f *fixture) layer(t *testing.T, files map[string]string) (ocispec.Descript
 		}
 	}
 	var tarball, gz bytes.Buffer
-	if err := wclayer.FromTree(f.ctx, &tarball, src); err != nil {
+	if err := layertar.FromTree(f.ctx, &tarball, src); err != nil {
 		t.Fatal(err)
 	}
 	zw := gzip.NewWriter(&gz)

@@ -10,7 +10,7 @@ import (
 	"path/filepath"
 
 	"github.com/winproc/winproc/snapshotter/layermount"
-	"github.com/winproc/winproc/snapshotter/wclayer"
+	"github.com/winproc/winproc/snapshotter/layertar"
 )
 
 // exportLayer writes the layer's changes. A container's scratch (its
@@ -18,9 +18,9 @@ import (
 // committed layer is what the importer wrote, metadata sidecar included.
 func exportLayer(ctx context.Context, w io.Writer, layer layermount.Layer) error {
 	if _, err := os.Stat(filepath.Join(layer.Path, layermount.ScratchWork)); err == nil {
-		return wclayer.ExportDiff(ctx, w, filepath.Join(layer.Path, layermount.ScratchUpper))
+		return layertar.ExportDiff(ctx, w, filepath.Join(layer.Path, layermount.ScratchUpper))
 	} else if !errors.Is(err, os.ErrNotExist) {
 		return err
 	}
-	return wclayer.Export(ctx, w, layer.Path)
+	return layertar.Export(ctx, w, layer.Path)
 }

@@ -1,4 +1,4 @@
-package wclayer
+package layertar
 
 import (
 	"archive/tar"
@@ -68,14 +68,14 @@ func Import(ctx context.Context, r io.Reader, dir string, opts ...ImportOption) 
 		o(&cfg)
 	}
 	if err := ctx.Err(); err != nil {
-		return 0, fmt.Errorf("wclayer: import: %w", err)
+		return 0, fmt.Errorf("layertar: import: %w", err)
 	}
 	if err := os.MkdirAll(dir, 0o755); err != nil {
-		return 0, fmt.Errorf("wclayer: import: %w", err)
+		return 0, fmt.Errorf("layertar: import: %w", err)
 	}
 	root, err := os.OpenRoot(dir)
 	if err != nil {
-		return 0, fmt.Errorf("wclayer: import: %w", err)
+		return 0, fmt.Errorf("layertar: import: %w", err)
 	}
 	im := &importer{
 		ctx:   ctx,
@@ -87,7 +87,7 @@ func Import(ctx context.Context, r io.Reader, dir string, opts ...ImportOption) 
 	}
 	err = im.run(r)
 	if cerr := im.close(); err == nil && cerr != nil {
-		err = fmt.Errorf("wclayer: import: %w", cerr)
+		err = fmt.Errorf("layertar: import: %w", cerr)
 	}
 	return im.written, err
 }
@@ -98,7 +98,7 @@ func Import(ctx context.Context, r io.Reader, dir string, opts ...ImportOption) 
 func ImportCompressed(ctx context.Context, r io.Reader, dir string, opts ...ImportOption) (int64, error) {
 	dr, err := compression.DecompressStream(r)
 	if err != nil {
-		return 0, fmt.Errorf("wclayer: import: detecting compression: %w", err)
+		return 0, fmt.Errorf("layertar: import: detecting compression: %w", err)
 	}
 	defer dr.Close()
 	n, err := Import(ctx, dr, dir, opts...)
@@ -106,7 +106,7 @@ func ImportCompressed(ctx context.Context, r io.Reader, dir string, opts ...Impo
 		return n, err
 	}
 	if _, err := io.Copy(io.Discard, dr); err != nil {
-		return n, fmt.Errorf("wclayer: import: %w: %w", ErrCorruptArchive, err)
+		return n, fmt.Errorf("layertar: import: %w: %w", ErrCorruptArchive, err)
 	}
 	return n, nil
 }
@@ -204,12 +204,12 @@ func (im *importer) run(r io.Reader) error {
 	var entryEnd int64
 	for {
 		if err := im.ctx.Err(); err != nil {
-			return fmt.Errorf("wclayer: import: %w", err)
+			return fmt.Errorf("layertar: import: %w", err)
 		}
 		hdr, err := tr.Next()
 		if err == io.EOF {
 			if d := cr.n - entryEnd; cr.n > 0 && (d < 512 || d%512 != 0) {
-				return fmt.Errorf("wclayer: import: after entry %q: %w: no end-of-archive marker", last, ErrCorruptArchive)
+				return fmt.Errorf("layertar: import: after entry %q: %w: no end-of-archive marker", last, ErrCorruptArchive)
 			}
 			break
 		}
@@ -217,9 +217,9 @@ func (im *importer) run(r io.Reader) error {
 		// GODEBUG=tarinsecurepath=0; our own checks are stricter.
 		if err != nil && !(errors.Is(err, tar.ErrInsecurePath) && hdr != nil) {
 			if last == "" {
-				return fmt.Errorf("wclayer: import: %w: %w", ErrCorruptArchive, err)
+				return fmt.Errorf("layertar: import: %w: %w", ErrCorruptArchive, err)
 			}
-			return fmt.Errorf("wclayer: import: after entry %q: %w: %w", last, ErrCorruptArchive, err)
+			return fmt.Errorf("layertar: import: after entry %q: %w: %w", last, ErrCorruptArchive, err)
 		}
 		last = hdr.Name
 		entryEnd = cr.n
@@ -236,7 +236,7 @@ func (im *importer) run(r io.Reader) error {
 	}
 	// Files/ always exists, so that it can be used as an overlay lowerdir.
 	if _, err := im.dir(filesDir); err != nil {
-		return fmt.Errorf("wclayer: import: %w", err)
+		return fmt.Errorf("layertar: import: %w", err)
 	}
 	return im.finish()
 }
@@ -245,11 +245,11 @@ func (im *importer) finish() error {
 	for i := len(im.dirTimes) - 1; i >= 0; i-- {
 		dt := im.dirTimes[i]
 		if err := im.root.Chtimes(filepath.FromSlash(dt.rel), dt.atime, dt.mtime); err != nil {
-			return fmt.Errorf("wclayer: import: %w", err)
+			return fmt.Errorf("layertar: import: %w", err)
 		}
 	}
 	if err := im.side.write(im.root); err != nil {
-		return fmt.Errorf("wclayer: import: writing %s: %w", sidecarName, err)
+		return fmt.Errorf("layertar: import: writing %s: %w", sidecarName, err)
 	}
 	return nil
 }

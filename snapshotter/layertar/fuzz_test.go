@@ -1,6 +1,6 @@
 //go:build linux
 
-package wclayer
+package layertar
 
 import (
 	"archive/tar"
@@ -19,7 +19,7 @@ import (
 // that is most of its time, so a tmpfs is used when there is one that takes
 // user xattrs (the importer then follows the same paths as on disk).
 func fuzzRoot(f *testing.F) string {
-	if d, err := os.MkdirTemp("/dev/shm", "wclayer-fuzz-"); err == nil {
+	if d, err := os.MkdirTemp("/dev/shm", "layertar-fuzz-"); err == nil {
 		if unix.Setxattr(d, "user.probe", []byte("1"), 0) == nil {
 			f.Cleanup(func() { os.RemoveAll(d) })
 			return d

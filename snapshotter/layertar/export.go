@@ -1,4 +1,4 @@
-package wclayer
+package layertar
 
 import (
 	"archive/tar"
@@ -59,12 +59,12 @@ const (
 func Export(ctx context.Context, w io.Writer, dir string, opts ...ExportOption) error {
 	root, err := os.OpenRoot(dir)
 	if err != nil {
-		return fmt.Errorf("wclayer: export: %w", err)
+		return fmt.Errorf("layertar: export: %w", err)
 	}
 	defer root.Close()
 	side, err := loadSidecar(root)
 	if err != nil {
-		return fmt.Errorf("wclayer: export: %w", err)
+		return fmt.Errorf("layertar: export: %w", err)
 	}
 	ex := newExporter(ctx, w, modeLayer, opts)
 	defer ex.release()
@@ -75,7 +75,7 @@ func Export(ctx context.Context, w io.Writer, dir string, opts ...ExportOption) 
 			continue
 		}
 		if err != nil {
-			return fmt.Errorf("wclayer: export: not a layer directory: %w", err)
+			return fmt.Errorf("layertar: export: not a layer directory: %w", err)
 		}
 		if !fi.IsDir() {
 			return &EntryError{Name: top, Err: errorf(ErrInvalidEntry, "not a directory")}
@@ -108,12 +108,12 @@ func ExportDiff(ctx context.Context, w io.Writer, upper string, opts ...ExportOp
 func exportTree(ctx context.Context, w io.Writer, src string, mode exportMode, opts []ExportOption) error {
 	root, err := os.OpenRoot(src)
 	if err != nil {
-		return fmt.Errorf("wclayer: export: %w", err)
+		return fmt.Errorf("layertar: export: %w", err)
 	}
 	defer root.Close()
 	fi, err := root.Stat(".")
 	if err != nil {
-		return fmt.Errorf("wclayer: export: %w", err)
+		return fmt.Errorf("layertar: export: %w", err)
 	}
 	ex := newExporter(ctx, w, mode, opts)
 	defer ex.release()
@@ -123,7 +123,7 @@ func exportTree(ctx context.Context, w io.Writer, src string, mode exportMode, o
 	if ex.cfg.emptyHives {
 		hdr := ex.header(hivesDir, tar.TypeDir, modeDir, fi, nil, defaultDirAttr)
 		if err := ex.tw.WriteHeader(hdr); err != nil {
-			return fmt.Errorf("wclayer: export: %w", err)
+			return fmt.Errorf("layertar: export: %w", err)
 		}
 	}
 	return ex.close()
@@ -179,7 +179,7 @@ func (ex *exporter) useSidecar(s *sidecar) {
 func (ex *exporter) close() error {
 	ex.release()
 	if err := ex.tw.Close(); err != nil {
-		return fmt.Errorf("wclayer: export: %w", err)
+		return fmt.Errorf("layertar: export: %w", err)
 	}
 	return nil
 }
@@ -383,7 +383,7 @@ func (ex *exporter) walk(r *os.Root, f *os.File, rel, tarName string) error {
 
 	for _, n := range nodes {
 		if err := ex.ctx.Err(); err != nil {
-			return fmt.Errorf("wclayer: export: %w", err)
+			return fmt.Errorf("layertar: export: %w", err)
 		}
 		childRel, childTar := joinRel(rel, n.name), joinRel(tarName, n.emit)
 		var err error

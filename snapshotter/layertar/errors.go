@@ -1,4 +1,4 @@
-package wclayer
+package layertar
 
 import (
 	"errors"
@@ -43,7 +43,7 @@ type EntryError struct {
 	Err  error
 }
 
-func (e *EntryError) Error() string { return fmt.Sprintf("wclayer: entry %q: %v", e.Name, e.Err) }
+func (e *EntryError) Error() string { return fmt.Sprintf("layertar: entry %q: %v", e.Name, e.Err) }
 func (e *EntryError) Unwrap() error { return e.Err }
 
 // errorf returns an error matching kind, with a formatted detail message.

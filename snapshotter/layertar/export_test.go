@@ -1,6 +1,6 @@
 //go:build linux
 
-package wclayer
+package layertar
 
 import (
 	"archive/tar"

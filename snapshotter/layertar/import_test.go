@@ -1,6 +1,6 @@
 //go:build linux
 
-package wclayer
+package layertar
 
 import (
 	"archive/tar"
@@ -74,7 +74,7 @@ func TestImportLayout(t *testing.T) {
 	if v, _ := getxattr(t, p("Files/Windows/win.ini"), "user.MSWINDOWS.future"); v != "kept verbatim" {
 		t.Errorf("unknown record xattr = %q", v)
 	}
-	if v, _ := getxattr(t, p("Files/Windows/win.ini"), "user.wclayer.atime"); v != "1700000100.000000005" {
+	if v, _ := getxattr(t, p("Files/Windows/win.ini"), "user.layertar.atime"); v != "1700000100.000000005" {
 		t.Errorf("atime xattr = %q", v)
 	}
 	// Symlinks: trusted.* and the target with backslashes.

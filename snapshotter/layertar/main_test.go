@@ -1,4 +1,4 @@
-package wclayer
+package layertar
 
 import (
 	"flag"

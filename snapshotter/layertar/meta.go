@@ -1,4 +1,4 @@
-package wclayer
+package layertar
 
 import (
 	"archive/tar"
@@ -30,8 +30,8 @@ const (
 	paxCtime = "ctime"
 
 	// Stored keys for the standard atime/ctime records.
-	keyAtime = "wclayer.atime"
-	keyCtime = "wclayer.ctime"
+	keyAtime = "layertar.atime"
+	keyCtime = "layertar.ctime"
 )
 
 // Windows file attributes.

@@ -1,4 +1,4 @@
-// Package wclayer imports and exports Windows container layer tars in a
+// Package layertar imports and exports Windows container layer tars in a
 // portable way.
 //
 // On Windows the differ imports layers with hcsshim's
@@ -42,7 +42,7 @@
 //	user.MSWINDOWS.fileattr, user.MSWINDOWS.rawsd, user.MSWINDOWS.sd,
 //	user.MSWINDOWS.mountpoint, user.MSWINDOWS.xattr.<name>,
 //	user.LIBARCHIVE.creationtime,
-//	user.wclayer.atime, user.wclayer.ctime  (the PAX atime/ctime values)
+//	user.layertar.atime, user.layertar.ctime  (the PAX atime/ctime values)
 //
 // Linux does not allow user.* attributes on symlinks, so for symlinks the same
 // names are used in the trusted.* namespace (requires CAP_SYS_ADMIN).
@@ -119,4 +119,4 @@
 // times. FromTree builds a layer tar from a plain source tree (mapped to
 // Files/), and ExportDiff exports an overlayfs upper directory (the changes
 // of a container against its lower layers).
-package wclayer
+package layertar
