@@ -1,8 +1,9 @@
 #!/usr/bin/env bash
-# Sets up what running Windows programs under Wine needs here: Wine 8 and the
-# MinGW cross compiler (from Debian), the ProcessPrng stub DLL, and one
-# template Wine prefix with the stub in windows/system32. Idempotent: each
-# step is skipped when its result is already in place.
+# Sets up what running Windows programs under Wine needs here: Wine 8, the
+# MinGW cross compiler and gcc (from Debian), the ProcessPrng stub DLL, and
+# one template Wine prefix with the stub in windows/system32 and the
+# emulation's exit status recorder (exitstatus.c) in winproc/. Idempotent:
+# each step is skipped when its result is already in place.
 #
 # usage: setup.sh PREFIX_DIR
 set -euo pipefail
@@ -13,6 +14,7 @@ here=$(cd "$(dirname "$0")" && pwd)
 need=()
 command -v wine >/dev/null || need+=(wine wine64)
 command -v x86_64-w64-mingw32-gcc >/dev/null || need+=(gcc-mingw-w64-x86-64-win32)
+{ command -v gcc >/dev/null && [ -e /usr/include/dlfcn.h ]; } || need+=(gcc libc6-dev)
 if [ ${#need[@]} -gt 0 ]; then
 	echo "wine setup: installing ${need[*]}"
 	apt-get update -qq
@@ -38,3 +40,10 @@ fi
 
 sys32=$prefix/drive_c/windows/system32
 cmp -s "$dll" "$sys32/bcryptprimitives.dll" || cp "$dll" "$sys32/bcryptprimitives.dll"
+
+lib=$prefix/winproc/exitstatus.so
+if [ ! -f "$lib" ] || [ "$here/exitstatus.c" -nt "$lib" ]; then
+	mkdir -p "$(dirname "$lib")"
+	gcc -O2 -Wall -Werror -shared -fPIC -o "$lib.tmp" "$here/exitstatus.c" -ldl
+	mv "$lib.tmp" "$lib"
+fi

@@ -38,9 +38,16 @@ type Config struct {
 	// windows/system32 for Go programs). Its drive_c stands in for the host
 	// OS files below the image layers. It is needed by Create only: a
 	// Backend without it (the shim's delete subcommand, which has no
-	// runtime options) can Open and Remove systems.
+	// runtime options) can Open and Remove systems. `make wine` also puts
+	// the exit status recorder there (ExitStatusLibrary).
 	TemplatePrefix string
 }
+
+// ExitStatusLibrary is where `make wine` builds build/wine/exitstatus.c in
+// a template prefix: a preload library with which a process records the
+// status it passes to exit() (see doc.go). Without it exit codes come from
+// the kernel alone.
+const ExitStatusLibrary = "winproc/exitstatus.so"
 
 // Backend is the Wine emulation of compute.Backend, for tests and
 // development on Linux. See the package documentation.
@@ -49,6 +56,8 @@ type Backend struct {
 	template   string
 	wine       string
 	wineserver string
+	// exitStatusLib is the template's ExitStatusLibrary, "" if it has none.
+	exitStatusLib string
 	// createErr, when set, is why this Backend cannot create systems
 	// (no template prefix, Wine missing).
 	createErr error
@@ -84,6 +93,11 @@ func New(cfg Config) (*Backend, error) {
 			if _, err := os.Stat(filepath.Join(b.template, p)); err != nil {
 				return nil, errInvalid("emulation: template prefix %s is not a Wine prefix (no %s; make one with `make wine`)", b.template, p)
 			}
+		}
+		if lib := filepath.Join(b.template, ExitStatusLibrary); isFile(lib) {
+			b.exitStatusLib = lib
+		} else {
+			log.L.WithField("template", b.template).Warnf("emulation: the template has no %s (`make wine` builds it): a process the wineserver kills during its exit loses its exit code, and codes keep only their low 8 bits", ExitStatusLibrary)
 		}
 	}
 	if b.wine, err = exec.LookPath("wine"); err != nil && b.createErr == nil {

@@ -82,19 +82,30 @@
 // Signals: CtrlC and CtrlBreak are SIGINT, which Wine delivers to the
 // program's console control handlers as CTRL_C_EVENT; CtrlShutdown is SIGINT
 // too (Wine cannot deliver CTRL_SHUTDOWN_EVENT). Kill is SIGKILL. Pids are
-// Linux pids. Exit codes keep only their low 8 bits (Linux's exit status):
-// 0xC000013A arrives as 58; a process killed by a signal reports 1, and the
-// backend logs which signal. A Wine process closes its connection to the
-// wineserver before it calls exit() (ntdll's process_exit_wrapper), and the
-// wineserver SIGKILLs a process that has closed it but is still alive a
-// moment later (server/process.c, start_sigkill_timer). Almost always the
-// process is already in the kernel's exit and the kill is ignored (the
-// kernel's signal_generate trace shows many such kills, result "ignored");
-// a process descheduled between the two steps for longer than the delay
-// (heavy CPU load, about once in a few hundred graceful stops) dies of the
-// kill, its exit code is lost and 1 is reported. Reading exit codes from
-// inside the silo (an agent that creates the processes and asks Windows
-// for their exit codes, as HCS does) would close this and keep all 32 bits.
+// Linux pids.
+//
+// Exit codes: the kernel keeps only the low 8 bits of an exit status, and a
+// Wine process can die of a SIGKILL it did not ask for. Wine's ntdll closes
+// a process's connection to the wineserver before it calls exit()
+// (process_exit_wrapper), and the wineserver SIGKILLs a process that has
+// closed it but is still alive about half a second later
+// (server/process.c, start_sigkill_timer). Usually the kill finds the
+// process gone or in the kernel's exit and is ignored. But now and then
+// (about 1 in 100 graceful stops of the test app in the soak) exit() does
+// not finish. A kernel trace of one case shows every thread closing its
+// server descriptors, then no exit_group and no thread exit until the
+// wineserver's SIGKILL 0.49 s later. The process then dies of the kill,
+// and its Linux status says SIGKILL. So every process runs with the exit
+// status recorder, a preload library built by `make wine` into the
+// template (ExitStatusLibrary, from build/wine/exitstatus.c): at the entry
+// of exit() or _exit(), in Wine's final process image of the process
+// started here only, it writes its pid and the status to a pipe it gets as
+// descriptor 3, and removes itself and its variable from the environment
+// (the program and the processes it creates see neither). The status is
+// the whole 32-bit Windows exit code (0xC000013A, not 58). A process that
+// recorded nothing (killed before it called exit: Kill, Terminate, a lost
+// wineserver) reports 1, and the backend logs which signal ended it.
+// Without the library in the template, codes come from the kernel alone.
 //
 // # Stopping and cleaning up
 //

@@ -437,6 +437,13 @@ func TestWine(t *testing.T) {
 			if r.stdout != "a \"b\"  c\n" || r.code != 0 {
 				t.Errorf("quoted command line: got %+v", r)
 			}
+			// The exit status recorder keeps all 32 bits of a Windows
+			// exit code (the kernel keeps 8: 0x3A), and the program sees
+			// none of its plumbing.
+			r = run(t, sys, compute.ProcessSettings{CommandLine: `C:\probe.exe env LD_PRELOAD env WINPROC_EXIT_FD exit 3221225786`})
+			if r.code != 0xC000013A || r.stdout != "LD_PRELOAD unset\nWINPROC_EXIT_FD unset\n" {
+				t.Errorf("NTSTATUS exit: got %+v, want exit 0xC000013A and the recorder's variables unset", r)
+			}
 		})
 
 		t.Run("BareProgramName", func(t *testing.T) {

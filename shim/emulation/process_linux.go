@@ -10,6 +10,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"strings"
 	"sync"
 	"syscall"
 	"time"
@@ -46,6 +47,9 @@ type process struct {
 	// outputs are the read ends the copiers read (the pty for Terminal).
 	outputs []*os.File
 	copiers sync.WaitGroup
+	// exitRecord is the read end of the pipe the exit status recorder
+	// writes to (nil without one); wait reads it.
+	exitRecord *os.File
 
 	stdinOnce   sync.Once
 	stdinClosed chan struct{} // closed by CloseStdin (Terminal: stops forwarding)
@@ -198,6 +202,14 @@ func (s *system) CreateProcess(ctx context.Context, p *compute.ProcessSettings) 
 		}
 	}
 
+	if s.b.exitStatusLib != "" {
+		w, err := proc.recordExitStatus(s.b.exitStatusLib)
+		if err != nil {
+			return fail(fmt.Errorf("emulation: %w", err))
+		}
+		childEnds = append(childEnds, w)
+	}
+
 	if err := s.b.reaper.start(cmd); err != nil {
 		return fail(fmt.Errorf("emulation: start %s: %w", program, err))
 	}
@@ -230,6 +242,58 @@ func (s *system) CreateProcess(ctx context.Context, p *compute.ProcessSettings) 
 	// The waiter is owned by the process and ends when the process does.
 	go proc.wait()
 	return proc, nil
+}
+
+// recordExitStatus has the process record its exit status with the
+// preload library lib (build/wine/exitstatus.c) on a pipe it gets as
+// descriptor 3, named with its identity and this process's pid so that only
+// the process started here records. It returns the pipe's write end, for
+// the caller to close once the process has it.
+func (p *process) recordExitStatus(lib string) (*os.File, error) {
+	r, w, err := os.Pipe()
+	if err != nil {
+		return nil, err
+	}
+	var st unix.Stat_t
+	if err := unix.Fstat(int(w.Fd()), &st); err != nil {
+		r.Close()
+		w.Close()
+		return nil, fmt.Errorf("exit status pipe: %w", err)
+	}
+	p.exitRecord = r
+	p.cmd.ExtraFiles = []*os.File{w} // descriptor 3
+	p.cmd.Env = append(p.cmd.Env, "LD_PRELOAD="+lib, fmt.Sprintf("WINPROC_EXIT_FD=3:%d:%d:%d", st.Dev, st.Ino, os.Getpid()))
+	return w, nil
+}
+
+// recordedExit reads the exit status the process recorded before it exited,
+// if it did: all 32 bits of its Windows exit code, also when the wineserver
+// killed it during its exit. Called once the process has been reaped: the
+// record, written before the exit, is in the pipe by then, so the read does
+// not wait (a process the process created may hold the pipe open, so there
+// is no EOF to wait for).
+func (p *process) recordedExit() (code int, ok bool) {
+	if p.exitRecord == nil {
+		return 0, false
+	}
+	rc, err := p.exitRecord.SyscallConn()
+	if err != nil {
+		return 0, false
+	}
+	buf := make([]byte, 512)
+	n := 0
+	rc.Read(func(fd uintptr) bool {
+		n, _ = unix.Read(int(fd), buf)
+		return true // never wait for more
+	})
+	for _, line := range strings.Split(string(buf[:max(n, 0)]), "\n") {
+		var pid int
+		var status int32
+		if _, err := fmt.Sscanf(line, "%d %d", &pid, &status); err == nil && pid == p.pid {
+			return int(uint32(status)), true
+		}
+	}
+	return 0, false
 }
 
 // sameWriter reports whether a and b are the same writer (os/exec's rule:
@@ -338,6 +402,9 @@ func (p *process) closeFiles() {
 	if p.pty != nil {
 		p.pty.Close()
 	}
+	if p.exitRecord != nil {
+		p.exitRecord.Close()
+	}
 }
 
 // wait waits for the process, then for its output (bounded by
@@ -351,7 +418,17 @@ func (p *process) wait() {
 			p.sys.addCPU(timevalDuration(unix.Timeval(ru.Utime)), timevalDuration(unix.Timeval(ru.Stime)))
 		}
 		code, err = exitCode(ps, err)
-		if ws, ok := ps.Sys().(syscall.WaitStatus); ok && ws.Signaled() {
+		recorded, ok := p.recordedExit()
+		ws, _ := ps.Sys().(syscall.WaitStatus)
+		switch {
+		case ok && ws.Signaled():
+			// It had called exit(): the wineserver's kill of a process
+			// that closed its connection and was still alive (doc.go).
+			log.L.WithFields(log.Fields{"system": p.sys.id, "pid": p.pid, "signal": ws.Signal().String(), "exitCode": recorded}).Debug("emulation: process killed during its exit; its exit code is the recorded one")
+			code, err = recorded, nil
+		case ok:
+			code = recorded
+		case ws.Signaled():
 			// Exit code 1 says only "terminated"; the signal tells who
 			// (SIGKILL: Kill, Terminate or a lost wineserver; SIGINT: a
 			// console event Wine did not turn into CTRL_C).
@@ -379,11 +456,11 @@ func (p *process) wait() {
 	close(p.done)
 }
 
-// exitCode is the Windows exit code of a finished Wine process. Linux keeps
-// only the low 8 bits of an exit status, so a Windows code above 255 (an
-// NTSTATUS such as 0xC000013A, STATUS_CONTROL_C_EXIT) arrives truncated
-// (0x3A, 58). A process ended by a signal (Kill, Terminate) reports 1, the
-// code TerminateProcess conventionally gives.
+// exitCode is the exit code of a finished Wine process as the kernel tells
+// it: the low 8 bits of its Windows exit code (0xC000013A arrives as 0x3A,
+// 58), or 1, the code TerminateProcess conventionally gives, for a process
+// ended by a signal. The recorded status (recordedExit), when there is one,
+// replaces it.
 func exitCode(ps *os.ProcessState, err error) (int, error) {
 	if ws, ok := ps.Sys().(syscall.WaitStatus); ok {
 		switch {
