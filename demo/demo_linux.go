@@ -25,21 +25,20 @@ import (
 	"github.com/containerd/containerd/v2/pkg/cio"
 	"github.com/containerd/containerd/v2/pkg/namespaces"
 	"github.com/containerd/containerd/v2/pkg/oci"
-	"github.com/containerd/ttrpc"
 	"github.com/containerd/typeurl/v2"
 	specs "github.com/opencontainers/runtime-spec/specs-go"
 	"github.com/pelletier/go-toml/v2"
 	"google.golang.org/protobuf/types/known/anypb"
 
 	"github.com/winproc/winproc/internal/containerdnames"
+	"github.com/winproc/winproc/internal/emulatednode"
 	"github.com/winproc/winproc/internal/syncbuffer"
-	"github.com/winproc/winproc/runtimeclass/containerdconfig"
 	"github.com/winproc/winproc/shim/options"
 )
 
 const (
-	namespace = "k8s.io" // CRI's containerd namespace
-	handler   = "winproc"
+	namespace = emulatednode.Namespace // CRI's containerd namespace
+	handler   = emulatednode.Handler
 	hostBuild = "10.0.20348" // the Windows build the emulated node claims (ltsc2022)
 	osVersion = hostBuild + ".1"
 	pauseRef  = "example.com/winproc/pause:demo"
@@ -59,10 +58,9 @@ type demo struct {
 	dir         string // everything of this run lives below dir
 	bin, winBin string
 	env         []string // of the shown shell: PATH, CONTAINERD_*, CRI_CONFIG_FILE
-	address     string   // containerd's socket
-	snapAddress string
+	node        *emulatednode.Node
 
-	snapshotter, containerd *daemon
+	snapshotter, containerd *emulatednode.Daemon
 	client                  *containerd.Client
 	pod                     string
 	port                    int
@@ -153,8 +151,6 @@ func (d *demo) setup(ctx context.Context) error {
 		return err
 	}
 	d.dir = dir
-	d.address = filepath.Join(dir, "containerd.sock")
-	d.snapAddress = filepath.Join(dir, "snapshotter.sock")
 	d.bin, d.winBin = d.cfg.Bin, d.cfg.WindowsBin
 	if d.bin == "" {
 		d.bin = filepath.Join(dir, "bin")
@@ -166,11 +162,12 @@ func (d *demo) setup(ctx context.Context) error {
 	crictlConfig := filepath.Join(dir, "crictl.yaml")
 	d.env = append(os.Environ(),
 		"PATH="+path,
-		"CONTAINERD_ADDRESS="+d.address,
+		"CONTAINERD_ADDRESS="+filepath.Join(dir, "containerd.sock"),
 		"CONTAINERD_NAMESPACE="+namespace,
 		"CRI_CONFIG_FILE="+crictlConfig,
 	)
-	crictl := fmt.Sprintf("runtime-endpoint: unix://%s\nimage-endpoint: unix://%s\ntimeout: 60\n", d.address, d.address)
+	d.node = emulatednode.New(emulatednode.Config{Dir: dir, Tools: d.cfg.Tools, Bin: d.bin, Options: d.options(), HostBuild: hostBuild, Env: d.env})
+	crictl := fmt.Sprintf("runtime-endpoint: unix://%s\nimage-endpoint: unix://%s\ntimeout: 60\n", d.node.Address, d.node.Address)
 	if err := os.WriteFile(crictlConfig, []byte(crictl), 0o644); err != nil {
 		return err
 	}
@@ -256,22 +253,8 @@ func (d *demo) options() options.Options {
 }
 
 func (d *demo) config(ctx context.Context) error {
-	config, err := containerdconfig.Generate(containerdconfig.Node{
-		OS:                    "linux",
-		Options:               d.options(),
-		DisablePauseImagePull: true,
-		Root:                  filepath.Join(d.dir, "root"),
-		State:                 filepath.Join(d.dir, "state"),
-		Address:               d.address,
-		ShimSocketDir:         filepath.Join(d.dir, "s"),
-		SnapshotterAddress:    d.snapAddress,
-		Handler:               handler,
-		Sandboxer:             "shim",
-	})
+	config, err := d.node.WriteConfig()
 	if err != nil {
-		return err
-	}
-	if err := os.WriteFile(filepath.Join(d.dir, "config.toml"), config, 0o600); err != nil {
 		return err
 	}
 	d.t.section("containerd's config, from the project's generator (runtimeclass/containerdconfig)")
@@ -288,32 +271,20 @@ func (d *demo) config(ctx context.Context) error {
 
 func (d *demo) start(ctx context.Context) error {
 	d.t.section("Start winproc-snapshotter and containerd")
-	argv := []string{filepath.Join(d.bin, "winproc-snapshotter"),
-		"-root", filepath.Join(d.dir, "snapshotter"), "-address", d.snapAddress,
-		"-containerd-address", d.address, "-host-build", hostBuild}
-	d.t.command(d.t.shellLine(argv) + " >snapshotter.log 2>&1 &")
 	var err error
-	if d.snapshotter, err = startDaemon("winproc-snapshotter", filepath.Join(d.dir, "snapshotter.log"), d.env, argv...); err != nil {
-		return err
-	}
-	if err := waitSocket(d.snapshotter, d.snapAddress, 30*time.Second); err != nil {
+	if d.snapshotter, err = d.startDaemon("winproc-snapshotter", "snapshotter.log", d.node.SnapshotterArgv(), d.node.SnapshotterAddress); err != nil {
 		return err
 	}
 	// containerd finds containerd-shim-winproc-v2 on its PATH.
-	argv = []string{filepath.Join(d.cfg.Tools, "containerd"), "-c", filepath.Join(d.dir, "config.toml")}
-	d.t.command(d.t.shellLine(argv) + " >containerd.log 2>&1 &")
-	if d.containerd, err = startDaemon("containerd", filepath.Join(d.dir, "containerd.log"), d.env, argv...); err != nil {
-		return err
-	}
-	if err := waitSocket(d.containerd, d.address, 30*time.Second); err != nil {
+	if d.containerd, err = d.startDaemon("containerd", "containerd.log", d.node.ContainerdArgv(), d.node.Address); err != nil {
 		return err
 	}
 	deadline := time.Now().Add(30 * time.Second)
 	for {
 		if _, err := d.quiet(ctx, d.tool("ctr"), "version"); err == nil {
 			break
-		} else if time.Now().After(deadline) || !d.containerd.alive() {
-			return fmt.Errorf("containerd does not answer: %w\n%s", err, d.containerd.logTail(20))
+		} else if time.Now().After(deadline) || !d.containerd.Alive() {
+			return fmt.Errorf("containerd does not answer: %w\n%s", err, d.logTail("containerd.log", 20))
 		}
 		time.Sleep(100 * time.Millisecond)
 	}
@@ -458,7 +429,7 @@ func (d *demo) startContainer(ctx context.Context) error {
 	d.t.note("(failed as expected) So the container is made as containerd's CRI on Windows makes it,",
 		"through the containerd Go client: a windows/amd64 OCI spec, the windowsfilter snapshotter,",
 		"the winproc runtime, and the pod as its sandbox. The task joins the pod's shim.")
-	client, err := containerd.New(d.address, containerd.WithDefaultNamespace(namespace))
+	client, err := containerd.New(d.node.Address, containerd.WithDefaultNamespace(namespace))
 	if err != nil {
 		return err
 	}
@@ -539,16 +510,11 @@ func (d *demo) startContainer(ctx context.Context) error {
 		}
 	}
 	d.t.note("The container's processes: its Wine silo's (" + strings.Join(names, ", ") + ").")
-	var shims []string
-	for _, p := range processesOf(d.dir, d.address) {
-		if strings.Contains(p, "containerd-shim") {
-			shims = append(shims, strings.Fields(p)[0])
-		}
-	}
+	shims := d.node.Shims()
 	if len(shims) != 1 {
 		return fmt.Errorf("shims serving this node: %v, want one (the container joins its pod's shim)", shims)
 	}
-	d.t.note("One shim (PID " + shims[0] + ") serves the pod and its container.")
+	d.t.note(fmt.Sprintf("One shim (PID %d) serves the pod and its container.", shims[0]))
 	d.t.note("The app's stdout (what `crictl logs` shows on a Windows node):")
 	d.t.output(d.appOut.String())
 	return nil
@@ -608,7 +574,7 @@ func (d *demo) portForward(ctx context.Context) error {
 		return err
 	}
 	ctx = namespaces.WithNamespace(ctx, namespace)
-	shimConn, err := d.dialShim(ctx)
+	shimConn, err := d.node.DialShim(ctx, appID)
 	if err != nil {
 		return err
 	}
@@ -669,7 +635,7 @@ func (d *demo) stats(ctx context.Context) error {
 	d.t.note("The pod's usage from the shim's sandbox API (SandboxMetrics: runhcs's Windows statistics),")
 	d.t.note("and the container's from the task API (what `crictl stats` reads on a Windows node).")
 	ctx = namespaces.WithNamespace(ctx, namespace)
-	c, err := d.dialShim(ctx)
+	c, err := d.node.DialShim(ctx, appID)
 	if err != nil {
 		return err
 	}
@@ -713,30 +679,7 @@ func (d *demo) stats(ctx context.Context) error {
 // bootstrapPath is where containerd records the address of the shim serving
 // the app container (and so the pod).
 func (d *demo) bootstrapPath() string {
-	return filepath.Join(d.dir, "state", "io.containerd.runtime.v2.task", namespace, appID, "bootstrap.json")
-}
-
-// dialShim connects to the ttrpc socket of the pod's shim.
-func (d *demo) dialShim(ctx context.Context) (*ttrpc.Client, error) {
-	b, err := os.ReadFile(d.bootstrapPath())
-	if err != nil {
-		return nil, err
-	}
-	var params struct {
-		Address  string `json:"address"`
-		Protocol string `json:"protocol"`
-	}
-	if err := json.Unmarshal(b, &params); err != nil {
-		return nil, fmt.Errorf("decode %s: %w", d.bootstrapPath(), err)
-	}
-	if params.Protocol != "ttrpc" || !strings.HasPrefix(params.Address, "unix://") {
-		return nil, fmt.Errorf("the shim serves %s on %s, want ttrpc on a unix socket", params.Protocol, params.Address)
-	}
-	conn, err := (&net.Dialer{}).DialContext(ctx, "unix", strings.TrimPrefix(params.Address, "unix://"))
-	if err != nil {
-		return nil, err
-	}
-	return ttrpc.NewClient(conn), nil
+	return filepath.Join(d.node.Bundle(appID), "bootstrap.json")
 }
 
 // windowsStats renders runhcs-format statistics.
@@ -796,8 +739,8 @@ func (d *demo) teardown(ctx context.Context) error {
 		}
 	}
 	// The pod's shim exits just after answering its removal.
-	left := processesOf(d.dir, d.address)
-	for deadline := time.Now().Add(10 * time.Second); len(left) > 0 && time.Now().Before(deadline); left = processesOf(d.dir, d.address) {
+	left := d.node.Processes()
+	for deadline := time.Now().Add(10 * time.Second); len(left) > 0 && time.Now().Before(deadline); left = d.node.Processes() {
 		time.Sleep(100 * time.Millisecond)
 	}
 	if len(left) > 0 {
@@ -807,13 +750,13 @@ func (d *demo) teardown(ctx context.Context) error {
 	d.client = nil
 
 	d.t.note("Stop containerd and the snapshotter as a service manager would (SIGTERM).")
-	for _, dm := range []*daemon{d.containerd, d.snapshotter} {
-		d.t.command(fmt.Sprintf("kill %d   # %s", dm.cmd.Process.Pid, dm.name))
-		if err := dm.stop(); err != nil {
+	for _, dm := range []*emulatednode.Daemon{d.containerd, d.snapshotter} {
+		d.t.command(fmt.Sprintf("kill %d   # %s", dm.Cmd.Process.Pid, dm.Name))
+		if err := dm.Stop(daemonStopGrace); err != nil {
 			return err
 		}
 	}
-	mounts := mountsBelow(d.dir)
+	mounts := emulatednode.Mounts(d.dir)
 	d.t.command("grep -c " + d.dir + " /proc/mounts")
 	d.t.output(fmt.Sprint(len(mounts)))
 	if len(mounts) > 0 {
@@ -835,9 +778,9 @@ func (d *demo) cleanup(failed, interrupted bool) error {
 		return nil
 	}
 	if failed && !interrupted {
-		for _, dm := range []*daemon{d.containerd, d.snapshotter} {
-			if dm != nil {
-				fmt.Fprintf(d.cfg.Out, "\n--- last lines of %s ---\n%s\n", filepath.Base(dm.logPath), dm.logTail(30))
+		for _, log := range []string{"containerd.log", "snapshotter.log"} {
+			if tail := d.logTail(log, 30); tail != "" {
+				fmt.Fprintf(d.cfg.Out, "\n--- last lines of %s ---\n%s\n", log, tail)
 			}
 		}
 	}
@@ -845,7 +788,7 @@ func (d *demo) cleanup(failed, interrupted bool) error {
 		fmt.Fprintf(d.cfg.Out, "\ncleaning up %s\n", d.dir)
 	}
 	// Graceful first, while containerd runs.
-	if d.containerd != nil && d.containerd.alive() && !d.containerd.stopped {
+	if d.containerd != nil && d.containerd.Alive() {
 		for i := len(d.cleanups) - 1; i >= 0; i-- {
 			d.cleanups[i]()
 		}
@@ -854,41 +797,26 @@ func (d *demo) cleanup(failed, interrupted bool) error {
 		d.client.Close()
 	}
 	var errs []error
-	for _, dm := range []*daemon{d.containerd, d.snapshotter} {
-		if err := dm.stop(); err != nil {
+	for _, dm := range []*emulatednode.Daemon{d.containerd, d.snapshotter} {
+		if err := dm.Stop(daemonStopGrace); err != nil {
 			errs = append(errs, err)
 		}
 	}
 	// Then by force: shims and Wine processes of this node, mounts below
 	// its directory, the directory.
-	if left := processesOf(d.dir, d.address); len(left) > 0 {
-		for _, p := range left {
-			syscall.Kill(pidOf(p), syscall.SIGKILL)
-		}
-		errs = append(errs, fmt.Errorf("killed processes left behind: %v", left))
-		waitGone(d.dir, d.address, 10*time.Second)
+	if d.node == nil {
+		return errors.Join(append(errs, os.RemoveAll(d.dir))...)
 	}
-	if mounts := mountsBelow(d.dir); len(mounts) > 0 {
-		for _, m := range mounts {
-			syscall.Unmount(m, syscall.MNT_DETACH)
-		}
-		errs = append(errs, fmt.Errorf("unmounted mounts left behind: %v", mounts))
+	killed, err := d.node.Clean()
+	if len(killed) > 0 {
+		errs = append(errs, fmt.Errorf("killed processes left behind: %v", killed))
 	}
-	if err := os.RemoveAll(d.dir); err != nil {
-		errs = append(errs, err)
-	}
+	errs = append(errs, err)
 	if failed {
 		// What the failure itself caused is reported by the step's error.
 		return nil
 	}
 	return errors.Join(errs...)
-}
-
-func waitGone(dir, address string, limit time.Duration) {
-	deadline := time.Now().Add(limit)
-	for len(processesOf(dir, address)) > 0 && time.Now().Before(deadline) {
-		time.Sleep(100 * time.Millisecond)
-	}
 }
 
 func (d *demo) tool(name string) string { return filepath.Join(d.cfg.Tools, name) }

@@ -17,6 +17,7 @@ import (
 	"github.com/containerd/containerd/v2/pkg/cio"
 
 	"github.com/winproc/winproc/integration/node"
+	"github.com/winproc/winproc/internal/emulatednode"
 	"github.com/winproc/winproc/internal/procscan"
 )
 
@@ -149,7 +150,7 @@ func requireNodeClean(t *testing.T, n *node.Node, imageSnapshots int) {
 	}); len(wine) > 0 {
 		t.Errorf("Wine processes left: %v", wine)
 	}
-	for _, m := range node.Mounts(n.Dir) {
+	for _, m := range emulatednode.Mounts(n.Dir) {
 		if m != n.SnapshotterRoot {
 			t.Errorf("mount left: %s", m)
 		}

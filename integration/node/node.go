@@ -11,20 +11,17 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"net"
 	"os"
 	"os/exec"
 	"path/filepath"
 	"strings"
-	"sync"
 	"syscall"
 	"testing"
 	"time"
 
-	"github.com/moby/sys/mountinfo"
+	"github.com/winproc/winproc/internal/emulatednode"
 	"github.com/winproc/winproc/internal/syncbuffer"
 	"github.com/winproc/winproc/internal/winetest"
-	"github.com/winproc/winproc/runtimeclass/containerdconfig"
 	"github.com/winproc/winproc/shim/options"
 )
 
@@ -33,7 +30,7 @@ import (
 const ToolsEnv = "WINPROC_TOOLS"
 
 // Namespace is the containerd namespace CRI uses, and so the tests.
-const Namespace = "k8s.io"
+const Namespace = emulatednode.Namespace
 
 // PauseImage is the pause image the node's winproc handler runs pods with;
 // tests import it (there is no registry here).
@@ -44,14 +41,7 @@ const HostBuild = "10.0.20348"
 
 // Node is a running emulated node.
 type Node struct {
-	Dir                string // everything of this node lives below Dir
-	Tools              string
-	bins               string
-	Address            string // containerd's socket
-	SnapshotterAddress string
-	SnapshotterRoot    string
-	ConfigPath         string
-	opts               Options
+	*emulatednode.Node
 	// owner is the test the node belongs to: daemons a subtest restarts
 	// live until the owner ends.
 	owner       testing.TB
@@ -87,23 +77,28 @@ func StartWith(t testing.TB, bins string, opts Options) *Node {
 	if tools == "" {
 		t.Skipf("%s is not set: run through `make test`, or point it at a directory holding containerd, ctr and crictl (`make tools`)", ToolsEnv)
 	}
-	// Unix socket paths are limited to 108 bytes: keep the directory short.
 	dir, err := os.MkdirTemp("", "wpn-")
 	if err != nil {
 		t.Fatal(err)
 	}
 	n := &Node{
-		Dir:                dir,
-		Tools:              tools,
-		bins:               bins,
-		Address:            filepath.Join(dir, "containerd.sock"),
-		SnapshotterAddress: filepath.Join(dir, "snapshotter.sock"),
-		SnapshotterRoot:    filepath.Join(dir, "snapshotter"),
-		ConfigPath:         filepath.Join(dir, "config.toml"),
-		opts:               opts,
-		owner:              t,
+		Node: emulatednode.New(emulatednode.Config{
+			Dir:       dir,
+			Tools:     tools,
+			Bin:       bins,
+			Options:   options.Options{WineTemplatePrefix: os.Getenv(winetest.PrefixEnv), PauseImage: PauseImage},
+			HostBuild: HostBuild,
+			LogLevel:  opts.LogLevel,
+		}),
+		owner: t,
 	}
-	t.Cleanup(func() { n.cleanupDir(t) })
+	// Processes a failed test left are ended quietly (the tests check
+	// for leaks themselves); a mount left behind fails the test.
+	t.Cleanup(func() {
+		if _, err := n.Clean(); err != nil {
+			t.Errorf("the node's leftovers: %v", err)
+		}
+	})
 	if opts.SnapshotterDiskBytes > 0 {
 		if err := os.Mkdir(n.SnapshotterRoot, 0o700); err != nil {
 			t.Fatal(err)
@@ -118,26 +113,9 @@ func StartWith(t testing.TB, bins string, opts Options) *Node {
 			}
 		})
 	}
-
-	config, err := containerdconfig.Generate(containerdconfig.Node{
-		OS:                    "linux",
-		Options:               n.RuntimeOptions(),
-		DisablePauseImagePull: true,
-		Root:                  filepath.Join(dir, "root"),
-		State:                 filepath.Join(dir, "state"),
-		Address:               n.Address,
-		ShimSocketDir:         filepath.Join(dir, "s"),
-		SnapshotterAddress:    n.SnapshotterAddress,
-		Handler:               "winproc",
-		Sandboxer:             "shim",
-	})
-	if err != nil {
+	if _, err := n.WriteConfig(); err != nil {
 		t.Fatal(err)
 	}
-	if err := os.WriteFile(n.ConfigPath, config, 0o600); err != nil {
-		t.Fatal(err)
-	}
-
 	n.startSnapshotter(t)
 	n.startContainerd(t)
 	return n
@@ -145,10 +123,10 @@ func StartWith(t testing.TB, bins string, opts Options) *Node {
 
 func (n *Node) startSnapshotter(t testing.TB) {
 	t.Helper()
-	n.snapshotter = n.startProcess(t, "winproc-snapshotter", filepath.Join(n.bins, "winproc-snapshotter"),
-		"-root", n.SnapshotterRoot, "-address", n.SnapshotterAddress,
-		"-containerd-address", n.Address, "-host-build", HostBuild, "-log-level", n.opts.LogLevel)
-	waitSocket(t, n.SnapshotterAddress)
+	n.snapshotter = n.startDaemon(t, "winproc-snapshotter", n.SnapshotterArgv())
+	if err := emulatednode.WaitSocket(n.SnapshotterAddress, 30*time.Second, n.snapshotter.Daemon); err != nil {
+		t.Fatalf("%v\n%s", err, n.snapshotter.log.String())
+	}
 }
 
 // RestartSnapshotter stops winproc-snapshotter as a service manager would
@@ -162,14 +140,16 @@ func (n *Node) RestartSnapshotter(t testing.TB) {
 func (n *Node) startContainerd(t testing.TB) {
 	t.Helper()
 	// containerd finds containerd-shim-winproc-v2 on its PATH.
-	n.containerd = n.startProcess(t, "containerd", filepath.Join(n.Tools, "containerd"), "-c", n.ConfigPath, "-l", n.opts.LogLevel)
-	waitSocket(t, n.Address)
+	n.containerd = n.startDaemon(t, "containerd", n.ContainerdArgv())
+	if err := emulatednode.WaitSocket(n.Address, 30*time.Second, n.containerd.Daemon); err != nil {
+		t.Fatalf("%v\n%s", err, n.ContainerdLog())
+	}
 	n.waitContainerd(t)
 }
 
 // ContainerdPID and SnapshotterPID are the node's daemons' process IDs.
-func (n *Node) ContainerdPID() int  { return n.containerd.cmd.Process.Pid }
-func (n *Node) SnapshotterPID() int { return n.snapshotter.cmd.Process.Pid }
+func (n *Node) ContainerdPID() int  { return n.containerd.Cmd.Process.Pid }
+func (n *Node) SnapshotterPID() int { return n.snapshotter.Cmd.Process.Pid }
 
 // RestartContainerd stops containerd as a service manager would (SIGTERM)
 // and starts it again with the same config. Shims keep running.
@@ -181,9 +161,7 @@ func (n *Node) RestartContainerd(t testing.TB) {
 
 // RuntimeOptions are the winproc handler's options on this node: the
 // emulation's Wine template prefix.
-func (n *Node) RuntimeOptions() options.Options {
-	return options.Options{WineTemplatePrefix: os.Getenv(winetest.PrefixEnv), PauseImage: PauseImage}
-}
+func (n *Node) RuntimeOptions() options.Options { return n.Options }
 
 // ContainerdLog returns what containerd has logged so far.
 func (n *Node) ContainerdLog() string { return n.containerd.log.String() }
@@ -252,31 +230,22 @@ func (n *Node) run(ctx context.Context, bin string, args ...string) (string, err
 	return string(out), nil
 }
 
-// daemon is a process the node started.
+// daemon is a daemon of the node with its output kept for failure
+// reports.
 type daemon struct {
-	name   string
-	cmd    *exec.Cmd
-	log    *syncbuffer.Buffer
-	exited chan struct{}
-	once   sync.Once
+	*emulatednode.Daemon
+	log *syncbuffer.Buffer
 }
 
-// startProcess starts a daemon of the node in its own process group and
-// stops it when the test ends.
-func (n *Node) startProcess(t testing.TB, name, bin string, args ...string) *daemon {
+// startDaemon starts a daemon of the node and stops it when the node's
+// owner test ends.
+func (n *Node) startDaemon(t testing.TB, name string, argv []string) *daemon {
 	t.Helper()
-	d := &daemon{name: name, log: &syncbuffer.Buffer{}, exited: make(chan struct{})}
-	d.cmd = exec.Command(bin, args...)
-	d.cmd.Env = append(os.Environ(), "PATH="+n.bins+":"+os.Getenv("PATH"))
-	d.cmd.Stdout, d.cmd.Stderr = d.log, d.log
-	d.cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
-	if err := d.cmd.Start(); err != nil {
-		t.Fatalf("start %s: %v", name, err)
+	d := &daemon{log: &syncbuffer.Buffer{}}
+	var err error
+	if d.Daemon, err = n.Start(name, d.log, argv); err != nil {
+		t.Fatal(err)
 	}
-	go func() {
-		d.cmd.Wait()
-		close(d.exited)
-	}()
 	n.owner.Cleanup(func() {
 		d.stop(n.owner)
 		if n.owner.Failed() {
@@ -286,61 +255,10 @@ func (n *Node) startProcess(t testing.TB, name, bin string, args ...string) *dae
 	return d
 }
 
-// stop ends the daemon: SIGTERM to its process group, SIGKILL after 10 s.
-// Shims started by containerd run in process groups of their own and are
-// not touched.
+// stop ends the daemon: SIGTERM, SIGKILL after 10 s (a failure).
 func (d *daemon) stop(t testing.TB) {
-	d.once.Do(func() {
-		syscall.Kill(-d.cmd.Process.Pid, syscall.SIGTERM)
-		select {
-		case <-d.exited:
-		case <-time.After(10 * time.Second):
-			t.Errorf("%s did not stop within 10 s of SIGTERM; killing it", d.name)
-			syscall.Kill(-d.cmd.Process.Pid, syscall.SIGKILL)
-			<-d.exited
-		}
-	})
-}
-
-// cleanupDir unmounts anything left below the node's directory (reporting it:
-// a leak is a failure) and removes the directory.
-func (n *Node) cleanupDir(t testing.TB) {
-	n.killLeftovers()
-	for _, m := range Mounts(n.Dir) {
-		t.Errorf("mount left behind: %s", m)
-		syscall.Unmount(m, syscall.MNT_DETACH)
-	}
-	if err := os.RemoveAll(n.Dir); err != nil {
-		t.Errorf("remove node directory: %v", err)
-	}
-}
-
-// Mounts lists the mount points at or below dir.
-func Mounts(dir string) []string {
-	infos, err := mountinfo.GetMounts(mountinfo.PrefixFilter(dir))
-	if err != nil {
-		return nil
-	}
-	found := make([]string, len(infos))
-	for i, m := range infos {
-		found[i] = m.Mountpoint
-	}
-	return found
-}
-
-func waitSocket(t testing.TB, path string) {
-	t.Helper()
-	deadline := time.Now().Add(30 * time.Second)
-	for {
-		c, err := net.Dial("unix", path)
-		if err == nil {
-			c.Close()
-			return
-		}
-		if time.Now().After(deadline) {
-			t.Fatalf("nothing listens on %s: %v", path, err)
-		}
-		time.Sleep(50 * time.Millisecond)
+	if err := d.Stop(10 * time.Second); err != nil {
+		t.Error(err)
 	}
 }
 

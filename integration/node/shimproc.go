@@ -6,7 +6,6 @@ import (
 	"bufio"
 	"bytes"
 	"context"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"net"
@@ -27,30 +26,6 @@ import (
 	"github.com/winproc/winproc/internal/procscan"
 	"github.com/winproc/winproc/internal/syncbuffer"
 )
-
-// TTRPCAddress is containerd's ttrpc socket (shims publish events there):
-// containerd derives it from the gRPC address.
-func (n *Node) TTRPCAddress() string { return n.Address + ".ttrpc" }
-
-// ShimSocket is the unix socket the shim serving container id listens on,
-// as containerd recorded it in the task's bundle (bootstrap.json).
-func (n *Node) ShimSocket(id string) (string, error) {
-	b, err := os.ReadFile(filepath.Join(n.Bundle(id), "bootstrap.json"))
-	if err != nil {
-		return "", err
-	}
-	var params struct {
-		Address  string `json:"address"`
-		Protocol string `json:"protocol"`
-	}
-	if err := json.Unmarshal(b, &params); err != nil {
-		return "", fmt.Errorf("decode bootstrap.json of %s: %w", id, err)
-	}
-	if params.Protocol != "ttrpc" || !strings.HasPrefix(params.Address, "unix://") {
-		return "", fmt.Errorf("shim of %s serves %s on %s, want ttrpc on a unix socket", id, params.Protocol, params.Address)
-	}
-	return strings.TrimPrefix(params.Address, "unix://"), nil
-}
 
 // TaskClient is a direct ttrpc connection to a shim's task API (v3).
 type TaskClient struct {
