@@ -29,6 +29,7 @@
 #include <unistd.h>
 
 static int record_fd = -1;
+static unsigned long long record_dev, record_ino;
 
 /* drop_preload removes this library from the colon- or
  * space-separated list in LD_PRELOAD. */
@@ -60,15 +61,23 @@ __attribute__((constructor)) static void init(void)
     struct stat st;
     if (sscanf(v, "%d:%llu:%llu:%ld", &fd, &dev, &ino, &ppid) == 4 && (long)getppid() == ppid &&
         fstat(fd, &st) == 0 && S_ISFIFO(st.st_mode) &&
-        (unsigned long long)st.st_dev == dev && (unsigned long long)st.st_ino == ino)
+        (unsigned long long)st.st_dev == dev && (unsigned long long)st.st_ino == ino) {
         record_fd = fd;
+        record_dev = dev;
+        record_ino = ino;
+    }
     unsetenv("WINPROC_EXIT_FD");
     drop_preload();
 }
 
 static void record(int status)
 {
-    if (record_fd < 0) return;
+    struct stat st;
+    /* The descriptor must still be the pipe: a program may have closed it
+     * and reused its number. */
+    if (record_fd < 0 || fstat(record_fd, &st) != 0 ||
+        (unsigned long long)st.st_dev != record_dev || (unsigned long long)st.st_ino != record_ino)
+        return;
     char line[48];
     int n = snprintf(line, sizeof line, "%d %d\n", (int)getpid(), status);
     if (n > 0) (void)!write(record_fd, line, (size_t)n);
