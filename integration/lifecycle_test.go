@@ -85,18 +85,24 @@ func (p *servingPod) serves(t *testing.T) {
 }
 
 // stopServingPod stops the app gracefully, removes it, and stops and
-// removes the pod through crictl.
-func stopServingPod(t *testing.T, n *node.Node, p *servingPod) {
+// removes the pod through crictl. It reports whether the app's exit code
+// was lost: the app printed its last line, "exiting with status 0", yet
+// the runtime reported 1. Under Wine that is the wineserver's SIGKILL of a
+// process still running its exit (shim/emulation doc.go); any other status
+// fails the test.
+func stopServingPod(t *testing.T, n *node.Node, p *servingPod) (exitCodeLost bool) {
 	t.Helper()
 	ctx := context.Background()
 	exited := p.wait(t)
 	if err := p.task.Kill(ctx, syscall.SIGTERM); err != nil {
 		t.Errorf("stop the app of %s: %v", p.name, err)
 	}
-	if st := waitStatus(t, exited); st.ExitCode() != 0 {
-		// The app's last line is the status it exits with: when it says
-		// 0, the runtime lost the code (shim/emulation doc.go, the exit
-		// status recorder).
+	switch st := waitStatus(t, exited); {
+	case st.ExitCode() == 0:
+	case st.ExitCode() == 1 && strings.HasSuffix(p.out.String(), "\nexiting with status 0\n"):
+		exitCodeLost = true
+		t.Logf("app of %s printed its exit status 0 and was reported as exiting 1: the wineserver killed it during its exit", p.name)
+	default:
 		t.Errorf("app of %s exited %d after SIGTERM, want 0; its output:\n%s", p.name, st.ExitCode(), p.out.String())
 	}
 	if _, err := p.task.Delete(ctx); err != nil {
@@ -110,6 +116,7 @@ func stopServingPod(t *testing.T, n *node.Node, p *servingPod) {
 			t.Errorf("%s %s: %v", verb, p.name, err)
 		}
 	}
+	return exitCodeLost
 }
 
 // nodeUsage is what the soak watches of the node's daemons.
