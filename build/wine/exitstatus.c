@@ -30,6 +30,7 @@
 
 static int record_fd = -1;
 static unsigned long long record_dev, record_ino;
+static pid_t record_pid; /* a child forked by the process inherits record_fd */
 
 /* drop_preload removes this library from the colon- or
  * space-separated list in LD_PRELOAD. */
@@ -65,6 +66,7 @@ __attribute__((constructor)) static void init(void)
         record_fd = fd;
         record_dev = dev;
         record_ino = ino;
+        record_pid = getpid();
     }
     unsetenv("WINPROC_EXIT_FD");
     drop_preload();
@@ -75,7 +77,7 @@ static void record(int status)
     struct stat st;
     /* The descriptor must still be the pipe: a program may have closed it
      * and reused its number. */
-    if (record_fd < 0 || fstat(record_fd, &st) != 0 ||
+    if (record_fd < 0 || getpid() != record_pid || fstat(record_fd, &st) != 0 ||
         (unsigned long long)st.st_dev != record_dev || (unsigned long long)st.st_ino != record_ino)
         return;
     char line[48];

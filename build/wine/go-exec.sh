@@ -5,7 +5,9 @@
 set -u
 : "${WINPROC_WINE_PREFIX:?set WINPROC_WINE_PREFIX to the template prefix (make wine)}"
 export WINEPREFIX=$WINPROC_WINE_PREFIX WINEDEBUG=-all WINEDLLOVERRIDES="mscoree,mshtml="
-wine "$@"
+# setarch -R: see shim/emulation/doc.go (a randomized heap can take the
+# fixed address of Wine's shared user data, and the process exits 1).
+setarch -R wine "$@"
 status=$?
 wineserver -w
 exit $status

@@ -34,7 +34,7 @@ if [ ! -f "$prefix/system.reg" ]; then
 	echo "wine setup: creating template prefix $prefix"
 	rm -rf "$prefix"
 	mkdir -p "$(dirname "$prefix")"
-	wineboot -i >/dev/null 2>&1
+	setarch -R wineboot -i >/dev/null 2>&1
 	wineserver -w
 fi
 

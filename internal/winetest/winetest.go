@@ -64,7 +64,9 @@ func BuildExe(t testing.TB, pkg string) string {
 // is done, so no Wine process outlives the test.
 func Command(ctx context.Context, t testing.TB, prefix, exe string, args ...string) *exec.Cmd {
 	t.Helper()
-	cmd := exec.CommandContext(ctx, "wine", append([]string{exe}, args...)...)
+	// setarch -R, as the emulation does: a randomized heap can take the
+	// fixed address of Wine's shared user data (shim/emulation doc.go).
+	cmd := exec.CommandContext(ctx, "setarch", append([]string{"-R", "wine", exe}, args...)...)
 	cmd.Env = Env(prefix)
 	t.Cleanup(func() { WaitServer(t, prefix) })
 	return cmd

@@ -56,6 +56,9 @@ type Backend struct {
 	template   string
 	wine       string
 	wineserver string
+	// setarch starts Wine processes without address space randomization
+	// (see doc.go, Processes).
+	setarch string
 	// exitStatusLib is the template's ExitStatusLibrary, "" if it has none.
 	exitStatusLib string
 	// createErr, when set, is why this Backend cannot create systems
@@ -102,6 +105,9 @@ func New(cfg Config) (*Backend, error) {
 	}
 	if b.wine, err = exec.LookPath("wine"); err != nil && b.createErr == nil {
 		b.createErr = fmt.Errorf("emulation: Wine is not installed (apt-get install wine wine64): %w", err)
+	}
+	if b.setarch, err = exec.LookPath("setarch"); err != nil && b.createErr == nil {
+		b.createErr = fmt.Errorf("emulation: setarch is not installed (apt-get install util-linux): %w", err)
 	}
 	if b.wineserver, err = exec.LookPath("wineserver"); err != nil && b.createErr == nil {
 		b.createErr = fmt.Errorf("emulation: wineserver is not installed (apt-get install wine wine64): %w", err)

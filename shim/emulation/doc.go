@@ -50,13 +50,26 @@
 //
 // # Processes
 //
-// CreateProcess runs `wine <program> <args>`, with the command line split by
+// CreateProcess runs `setarch -R wine <program> <args>`, with the command line split by
 // wincmdline.SplitCommandLine and the program resolved on C: as CreateProcess
 // resolves it (".exe" appended, then the working directory, system32,
 // windows and PATH searched) and passed as a full path, so that the Linux
 // process is the program's own and not start.exe. Its Linux working
 // directory is the working directory's place below c/, which Wine maps
 // back to C:\...; it must exist.
+//
+// setarch -R starts the process without address space randomization, and
+// the processes it creates inherit that. The cause: Wine maps its shared
+// user data (KUSER_SHARED_DATA) at the fixed address 0x7ffe0000, and this
+// kernel places the heap of Wine's non-PIE loader (at 0x7d000000) anywhere
+// in the 1 GiB above it. When the heap comes to lie there, Wine fails
+// "to map the shared user data" (an ERR that WINEDEBUG=-all hides) and exits 1
+// with no output a few milliseconds after the start. That happened to about
+// 1 in 1,000 processes here: the silent first-process failures, and probes
+// failing in the soak. A recorded backtrace put the exit(1) in ntdll's
+// start-up, and the heaps of 200 processes started between 0x7d1b4000 and
+// 0xbcc4f000. The tests that run Wine directly (internal/winetest,
+// build/wine/go-exec.sh) use setarch -R too.
 //
 // The environment is the spec's, with Windows' rules (names ignore case, a
 // later entry wins), on a base of the shim's PATH and HOME (Wine's own
@@ -84,28 +97,34 @@
 // too (Wine cannot deliver CTRL_SHUTDOWN_EVENT). Kill is SIGKILL. Pids are
 // Linux pids.
 //
-// Exit codes: the kernel keeps only the low 8 bits of an exit status, and a
-// Wine process can die of a SIGKILL it did not ask for. Wine's ntdll closes
-// a process's connection to the wineserver before it calls exit()
-// (process_exit_wrapper), and the wineserver SIGKILLs a process that has
-// closed it but is still alive about half a second later
-// (server/process.c, start_sigkill_timer). Usually the kill finds the
-// process gone or in the kernel's exit and is ignored. But now and then
-// (about 1 in 100 graceful stops of the test app in the soak) exit() does
-// not finish. A kernel trace of one case shows every thread closing its
-// server descriptors, then no exit_group and no thread exit until the
-// wineserver's SIGKILL 0.49 s later. The process then dies of the kill,
-// and its Linux status says SIGKILL. So every process runs with the exit
-// status recorder, a preload library built by `make wine` into the
-// template (ExitStatusLibrary, from build/wine/exitstatus.c): at the entry
-// of exit() or _exit(), in Wine's final process image of the process
-// started here only, it writes its pid and the status to a pipe it gets as
-// descriptor 3, and removes itself and its variable from the environment
-// (the program and the processes it creates see neither). The status is
-// the whole 32-bit Windows exit code (0xC000013A, not 58). A process that
-// recorded nothing (killed before it called exit: Kill, Terminate, a lost
-// wineserver) reports 1, and the backend logs which signal ended it.
-// Without the library in the template, codes come from the kernel alone.
+// Exit codes: the kernel keeps only the low 8 bits of an exit status. So
+// every process runs with the exit status recorder, a preload library that
+// `make wine` builds into the template (ExitStatusLibrary, from
+// build/wine/exitstatus.c). At the entry of exit() or _exit() it writes
+// its pid and the status to a pipe it gets as descriptor 3. It does so only
+// in Wine's final process image of the process started here, and it
+// removes itself and its variable from the environment, so the program and
+// the processes it creates see neither. The status is what Wine passes to
+// exit(): the whole 32-bit Windows exit code (0xC000013A, not 58), except
+// that Wine itself turns a code whose low byte is 0 into 1. Without the
+// library in the template, codes come from the kernel alone.
+//
+// A process that recorded nothing reports its kernel status, and 1 if a
+// signal ended it; the backend logs which signal. Kill and Terminate end
+// processes this way, and so, now and then, does the wineserver:
+//   - Wine's ntdll closes a process's server connection on its way out,
+//     and the wineserver SIGKILLs a process that has closed it but is
+//     still alive about half a second later (server/process.c,
+//     start_sigkill_timer).
+//   - In about 1 of 100 graceful stops of the test app in the soak, the
+//     exiting process stalls at that point. A kernel trace of one case
+//     shows its last threads closing their server descriptors, then
+//     nothing until the kill 0.49 s later.
+//   - The recorder saw no exit() or _exit() in those processes, so their
+//     exit codes are lost and 1 is reported.
+//
+// Reading exit codes from inside the silo (an agent that creates the
+// processes and asks Windows, as HCS does) would close this.
 //
 // # Stopping and cleaning up
 //

@@ -366,6 +366,10 @@ func stopAndClose(t *testing.T, sys compute.System) {
 	t.Logf("terminate + close: %v", time.Since(start).Round(time.Millisecond))
 }
 
+// addrNoRandomize is the personality flag setarch -R sets
+// (ADDR_NO_RANDOMIZE, linux/personality.h).
+const addrNoRandomize = 0x0040000
+
 func TestWine(t *testing.T) {
 	f := newFixture(t)
 	ctx := context.Background()
@@ -618,6 +622,13 @@ func TestWine(t *testing.T) {
 			}
 			defer p.Close()
 			waitOutput(t, &out, "up", p.Wait())
+			// Started without address space randomization (doc.go): a
+			// randomized heap can take Wine's fixed shared user data.
+			if b, err := os.ReadFile(fmt.Sprintf("/proc/%d/personality", p.Pid())); err != nil {
+				t.Error(err)
+			} else if v, err := strconv.ParseUint(strings.TrimSpace(string(b)), 16, 32); err != nil || v&addrNoRandomize == 0 {
+				t.Errorf("personality %q: want ADDR_NO_RANDOMIZE", b)
+			}
 			if code, err := p.ExitCode(); err == nil {
 				t.Errorf("ExitCode while running = %d, want an error", code)
 			}

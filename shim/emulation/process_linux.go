@@ -125,7 +125,10 @@ func (s *system) CreateProcess(ctx context.Context, p *compute.ProcessSettings) 
 		return nil, fmt.Errorf("emulation: %w", err)
 	}
 
-	cmd := exec.Command(s.b.wine, append([]string{program}, args[1:]...)...)
+	// setarch -R: Wine's fixed address for the shared user data
+	// (0x7ffe0000) lies in the range the kernel picks a randomized heap
+	// from; see doc.go.
+	cmd := exec.Command(s.b.setarch, append([]string{"-R", s.b.wine, program}, args[1:]...)...)
 	cmd.Env = env
 	cmd.Dir = filepath.Join(append([]string{s.cdir}, realCwd...)...)
 	proc := &process{
@@ -420,6 +423,7 @@ func (p *process) wait() {
 		code, err = exitCode(ps, err)
 		recorded, ok := p.recordedExit()
 		ws, _ := ps.Sys().(syscall.WaitStatus)
+		log.L.WithFields(log.Fields{"system": p.sys.id, "pid": p.pid, "wait": fmt.Sprintf("%#x", uint32(ws)), "recorded": recorded, "ok": ok}).Warn("DIAG exit")
 		switch {
 		case ok && ws.Signaled():
 			// It had called exit(): the wineserver's kill of a process
