@@ -423,7 +423,6 @@ func (p *process) wait() {
 		code, err = exitCode(ps, err)
 		recorded, ok := p.recordedExit()
 		ws, _ := ps.Sys().(syscall.WaitStatus)
-		log.L.WithFields(log.Fields{"system": p.sys.id, "pid": p.pid, "wait": fmt.Sprintf("%#x", uint32(ws)), "recorded": recorded, "ok": ok}).Warn("DIAG exit")
 		switch {
 		case ok && ws.Signaled():
 			// It had called exit(): the wineserver's kill of a process
