@@ -4,12 +4,13 @@
  * exit() or _exit() on a pipe the emulation hands it, before anything else of
  * the exit runs.
  *
- * Why: Wine's ntdll closes a process's connection to the wineserver before it
- * calls exit(), and the wineserver SIGKILLs a process that has closed it but
- * is still alive a moment later. A process whose exit() is slow (its
- * handlers, or the CPU) dies of that kill and its exit status is lost. The
- * record keeps it, with all 32 bits of a Windows exit code (exit() gets the
- * code whole; the kernel keeps only its low 8 bits).
+ * Why: the kernel keeps only the low 8 bits of an exit status, and exit()
+ * gets a Windows exit code whole (Wine turns a code whose low byte is 0 into
+ * 1 first). And Wine's ntdll closes a process's wineserver connection on its
+ * way out; the wineserver SIGKILLs a process still alive half a second
+ * later, so one whose exit() handlers hang dies of the kill. The record
+ * keeps its code. (A process that stalls before calling exit() records
+ * nothing: shim/emulation doc.go.)
  *
  * The emulation sets WINPROC_EXIT_FD=FD:DEV:INO:PPID: the descriptor and
  * identity of the pipe's write end, and its own pid. The library acts only in
