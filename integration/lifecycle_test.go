@@ -84,25 +84,16 @@ func (p *servingPod) serves(t *testing.T) {
 	}
 }
 
-// stopServingPod stops the app gracefully, removes it, and stops and
-// removes the pod through crictl. It reports whether the app's exit code
-// was lost: the app printed its last line, "exiting with status 0", yet
-// the runtime reported 1. Under Wine that is the wineserver's SIGKILL of a
-// process still running its exit (shim/emulation doc.go); any other status
-// fails the test.
-func stopServingPod(t *testing.T, n *node.Node, p *servingPod) (exitCodeLost bool) {
+// stopServingPod stops the app gracefully (it must exit 0), removes it,
+// and stops and removes the pod through crictl.
+func stopServingPod(t *testing.T, n *node.Node, p *servingPod) {
 	t.Helper()
 	ctx := context.Background()
 	exited := p.wait(t)
 	if err := p.task.Kill(ctx, syscall.SIGTERM); err != nil {
 		t.Errorf("stop the app of %s: %v", p.name, err)
 	}
-	switch st := waitStatus(t, exited); {
-	case st.ExitCode() == 0:
-	case st.ExitCode() == 1 && strings.HasSuffix(p.out.String(), "\nexiting with status 0\n"):
-		exitCodeLost = true
-		t.Logf("app of %s printed its exit status 0 and was reported as exiting 1: the wineserver killed it during its exit", p.name)
-	default:
+	if st := waitStatus(t, exited); st.ExitCode() != 0 {
 		t.Errorf("app of %s exited %d after SIGTERM, want 0; its output:\n%s", p.name, st.ExitCode(), p.out.String())
 	}
 	if _, err := p.task.Delete(ctx); err != nil {
@@ -116,7 +107,6 @@ func stopServingPod(t *testing.T, n *node.Node, p *servingPod) (exitCodeLost boo
 			t.Errorf("%s %s: %v", verb, p.name, err)
 		}
 	}
-	return exitCodeLost
 }
 
 // nodeUsage is what the soak watches of the node's daemons.

@@ -40,7 +40,6 @@ func TestSoak(t *testing.T) {
 	var shimFDs []int
 	var first, base nodeUsage
 	var firstRunp, firstStart durations
-	var lostExits, stops int
 	fmt.Printf("%7s %9s %9s %9s %9s %13s %14s %9s %9s %10s %8s\n",
 		"cycles", "runp p50", "runp p99", "start p50", "start p99", "containerd", "snapshotter", "cd fds", "snap fds", "shim RSS", "shim fds")
 	for i := 1; i <= cycles && !t.Failed(); i++ {
@@ -66,10 +65,7 @@ func TestSoak(t *testing.T) {
 		} else {
 			t.Errorf("cycle %d: shims %v, want the pod's one", i, shims)
 		}
-		if stopServingPod(t, n, p) {
-			lostExits++
-		}
-		stops++
+		stopServingPod(t, n, p)
 
 		if i%window == 0 || i == cycles {
 			u := readNodeUsage(t, n)
@@ -89,9 +85,6 @@ func TestSoak(t *testing.T) {
 			}
 		}
 	}
-	// Reported, not failed: the emulation's known limit (its doc.go), told
-	// apart from a stop that went wrong by the app's own last line.
-	fmt.Printf("graceful stops whose exit code the wineserver's kill lost: %d of %d\n", lostExits, stops)
 	last := readNodeUsage(t, n)
 	if d := last.containerdFDs - first.containerdFDs; d > 5 {
 		t.Errorf("containerd's descriptors grew by %d (from %d after the first %d cycles)", d, first.containerdFDs, window)

@@ -87,8 +87,8 @@ func TestStopsOnSignal(t *testing.T) {
 				}
 				select {
 				case err := <-exited:
-					if err != nil {
-						t.Fatalf("exit: %v (stderr %q)", err, stderr.String())
+					if code, err := winetest.ExitCode(err); code != 0 || err != nil {
+						t.Fatalf("exit: %d, %v (stderr %q)", code, err, stderr.String())
 					}
 				case <-time.After(5 * time.Second):
 					t.Fatalf("still running 5 s after %v", sig)

@@ -5,8 +5,6 @@ package wincat
 import (
 	"bytes"
 	"context"
-	"errors"
-	"os/exec"
 	"strings"
 	"testing"
 	"time"
@@ -46,11 +44,8 @@ func TestExeUnderWine(t *testing.T) {
 			cmd.Stdin = strings.NewReader(tt.stdin)
 			var stdout, stderr bytes.Buffer
 			cmd.Stdout, cmd.Stderr = &stdout, &stderr
-			err := cmd.Run()
-			code := 0
-			if ee := (*exec.ExitError)(nil); errors.As(err, &ee) {
-				code = ee.ExitCode()
-			} else if err != nil {
+			code, err := winetest.ExitCode(cmd.Run())
+			if err != nil {
 				t.Fatalf("run wine: %v", err)
 			}
 

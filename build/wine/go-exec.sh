@@ -7,7 +7,11 @@ set -u
 export WINEPREFIX=$WINPROC_WINE_PREFIX WINEDEBUG=-all WINEDLLOVERRIDES="mscoree,mshtml="
 # setarch -R: see shim/emulation/doc.go (a randomized heap can take the
 # fixed address of Wine's shared user data, and the process exits 1).
-setarch -R wine "$@"
+# The exit library keeps a Go program's exit from hanging now and then
+# (build/wine/wineexit.c).
+lib=$WINPROC_WINE_PREFIX/winproc/wineexit.so
+[ -f "$lib" ] || { echo "go-exec.sh: $lib is missing: run make wine" >&2; exit 2; }
+LD_PRELOAD=$lib setarch -R wine "$@"
 status=$?
 wineserver -w
 exit $status

@@ -1,8 +1,8 @@
 #!/usr/bin/env bash
 # Sets up what running Windows programs under Wine needs here: Wine 8, the
 # MinGW cross compiler and gcc (from Debian), the ProcessPrng stub DLL, and
-# one template Wine prefix with the stub in windows/system32 and the
-# emulation's exit status recorder (exitstatus.c) in winproc/. Idempotent:
+# one template Wine prefix with the stub in windows/system32 and the exit
+# library (wineexit.c) in winproc/. Idempotent:
 # each step is skipped when its result is already in place.
 #
 # usage: setup.sh PREFIX_DIR
@@ -41,9 +41,10 @@ fi
 sys32=$prefix/drive_c/windows/system32
 cmp -s "$dll" "$sys32/bcryptprimitives.dll" || cp "$dll" "$sys32/bcryptprimitives.dll"
 
-lib=$prefix/winproc/exitstatus.so
-if [ ! -f "$lib" ] || [ "$here/exitstatus.c" -nt "$lib" ]; then
+# winproc/wineexit.so is internal/winetemplate.ExitLibrary.
+lib=$prefix/winproc/wineexit.so
+if [ ! -f "$lib" ] || [ "$here/wineexit.c" -nt "$lib" ]; then
 	mkdir -p "$(dirname "$lib")"
-	gcc -O2 -Wall -Werror -shared -fPIC -o "$lib.tmp" "$here/exitstatus.c" -ldl
+	gcc -O2 -Wall -Werror -shared -fPIC -o "$lib.tmp" "$here/wineexit.c" -ldl -lpthread
 	mv "$lib.tmp" "$lib"
 fi

@@ -9,12 +9,17 @@ package winetest
 
 import (
 	"context"
+	"errors"
 	"os"
 	"os/exec"
 	"path/filepath"
 	"runtime"
 	"strings"
+	"sync"
 	"testing"
+	"time"
+
+	"github.com/winproc/winproc/internal/winetemplate"
 )
 
 // PrefixEnv names the environment variable that holds the template prefix.
@@ -60,16 +65,68 @@ func BuildExe(t testing.TB, pkg string) string {
 }
 
 // Command returns a command that runs exe under Wine in prefix. The caller
-// starts it; Cleanup waits for the prefix's wineserver to exit once the test
-// is done, so no Wine process outlives the test.
+// starts it; once the test is done, a cleanup (one per test and prefix)
+// waits for the prefix's wineserver to exit, so no Wine process outlives the
+// test.
+//
+// A process that starts the prefix's wineserver passes its stderr on to it
+// (the server keeps descriptor 2 open), so Wait does not wait for the
+// command's pipes to close longer than WaitDelay after the process exited:
+// then it returns exec.ErrWaitDelay for a zero exit status (ExitCode reads
+// it as 0).
 func Command(ctx context.Context, t testing.TB, prefix, exe string, args ...string) *exec.Cmd {
 	t.Helper()
 	// setarch -R, as the emulation does: a randomized heap can take the
 	// fixed address of Wine's shared user data (shim/emulation doc.go).
 	cmd := exec.CommandContext(ctx, "setarch", append([]string{"-R", "wine", exe}, args...)...)
-	cmd.Env = Env(prefix)
-	t.Cleanup(func() { WaitServer(t, prefix) })
+	// The exit library, as the emulation has: without it about 1 graceful
+	// exit in 80 after a console event hangs (build/wine/wineexit.c).
+	lib := winetemplate.ExitLibraryIn(prefix)
+	if lib == "" {
+		t.Fatalf("template prefix %s has no %s: run `make wine`", prefix, winetemplate.ExitLibrary)
+	}
+	cmd.Env = append(Env(prefix), "LD_PRELOAD="+lib)
+	cmd.WaitDelay = WaitDelay
+	waitServerOnce(t, prefix)
 	return cmd
+}
+
+// WaitDelay bounds the wait for a Command's pipes after its process exited;
+// the program's output is read long before.
+const WaitDelay = 250 * time.Millisecond
+
+// ExitCode returns the exit status of a Command from what its Wait or Run
+// returned, or the error if it did not exit.
+func ExitCode(err error) (int, error) {
+	var ee *exec.ExitError
+	switch {
+	case err == nil, errors.Is(err, exec.ErrWaitDelay):
+		return 0, nil
+	case errors.As(err, &ee) && ee.Exited():
+		return ee.ExitCode(), nil
+	}
+	return 0, err
+}
+
+// waiting holds the tests and prefixes that have a WaitServer cleanup: a
+// wait costs seconds when no server runs (wineserver -w starts one and
+// waits out its idle timeout), so a test that runs many commands waits once.
+var waiting sync.Map
+
+type testPrefix struct {
+	t      testing.TB
+	prefix string
+}
+
+func waitServerOnce(t testing.TB, prefix string) {
+	key := testPrefix{t, prefix}
+	if _, loaded := waiting.LoadOrStore(key, true); loaded {
+		return
+	}
+	t.Cleanup(func() {
+		waiting.Delete(key)
+		WaitServer(t, prefix)
+	})
 }
 
 // WaitServer waits until the wineserver of prefix has exited.

@@ -20,6 +20,7 @@ import (
 	"github.com/containerd/log"
 	"golang.org/x/sys/unix"
 
+	"github.com/winproc/winproc/internal/winetemplate"
 	"github.com/winproc/winproc/shim/compute"
 	"github.com/winproc/winproc/snapshotter/layermount"
 )
@@ -39,15 +40,9 @@ type Config struct {
 	// OS files below the image layers. It is needed by Create only: a
 	// Backend without it (the shim's delete subcommand, which has no
 	// runtime options) can Open and Remove systems. `make wine` also puts
-	// the exit status recorder there (ExitStatusLibrary).
+	// the exit library there (winetemplate.ExitLibrary).
 	TemplatePrefix string
 }
-
-// ExitStatusLibrary is where `make wine` builds build/wine/exitstatus.c in
-// a template prefix: a preload library with which a process records the
-// status it passes to exit() (see doc.go). Without it exit codes come from
-// the kernel alone.
-const ExitStatusLibrary = "winproc/exitstatus.so"
 
 // Backend is the Wine emulation of compute.Backend, for tests and
 // development on Linux. See the package documentation.
@@ -59,8 +54,9 @@ type Backend struct {
 	// setarch starts Wine processes without address space randomization
 	// (see doc.go, Processes).
 	setarch string
-	// exitStatusLib is the template's ExitStatusLibrary, "" if it has none.
-	exitStatusLib string
+	// exitLib is the template's winetemplate.ExitLibrary, "" if it has
+	// none.
+	exitLib string
 	// createErr, when set, is why this Backend cannot create systems
 	// (no template prefix, Wine missing).
 	createErr error
@@ -97,10 +93,8 @@ func New(cfg Config) (*Backend, error) {
 				return nil, errInvalid("emulation: template prefix %s is not a Wine prefix (no %s; make one with `make wine`)", b.template, p)
 			}
 		}
-		if lib := filepath.Join(b.template, ExitStatusLibrary); isFile(lib) {
-			b.exitStatusLib = lib
-		} else {
-			log.L.WithField("template", b.template).Warnf("emulation: the template has no %s (`make wine` builds it): a process the wineserver kills during its exit loses its exit code, and codes keep only their low 8 bits", ExitStatusLibrary)
+		if b.exitLib = winetemplate.ExitLibraryIn(b.template); b.exitLib == "" {
+			log.L.WithField("template", b.template).Warnf("emulation: the template has no %s (`make wine` builds it): now and then a process's exit hangs and the wineserver kills it, and exit codes keep only their low 8 bits", winetemplate.ExitLibrary)
 		}
 	}
 	if b.wine, err = exec.LookPath("wine"); err != nil && b.createErr == nil {

@@ -97,34 +97,34 @@
 // too (Wine cannot deliver CTRL_SHUTDOWN_EVENT). Kill is SIGKILL. Pids are
 // Linux pids.
 //
-// Exit codes: the kernel keeps only the low 8 bits of an exit status. So
-// every process runs with the exit status recorder, a preload library that
-// `make wine` builds into the template (ExitStatusLibrary, from
-// build/wine/exitstatus.c). At the entry of exit() or _exit() it writes
-// its pid and the status to a pipe it gets as descriptor 3. It does so only
-// in Wine's final process image of the process started here, and it
-// removes itself and its variable from the environment, so the program and
-// the processes it creates see neither. The status is what Wine passes to
-// exit(): the whole 32-bit Windows exit code (0xC000013A, not 58), except
-// that Wine itself turns a code whose low byte is 0 into 1. Without the
-// library in the template, codes come from the kernel alone.
+// Exit codes and the exit library: every process runs with the preload
+// library that `make wine` builds into the template
+// (internal/winetemplate.ExitLibrary, from build/wine/wineexit.c). It has
+// two jobs:
+//   - It closes a race in Wine's exit. ExitProcess has the wineserver end
+//     the other threads with SIGQUIT, and a thread already ending through
+//     pthread_exit() could get it there: with glibc's loader lock held (the
+//     first pthread_exit() of a process loads the unwinder), after which
+//     exit() waits for the lock until the wineserver SIGKILLs the process
+//     half a second after it closed its server connection
+//     (server/process.c, start_sigkill_timer); or later, when the second
+//     thread exit crashes. About 1 graceful exit in 80 of a Go program
+//     after a console event ended so, its exit code lost. The library loads
+//     the unwinder at start and blocks asynchronous signals in
+//     pthread_exit(); 4,000 such exits in a row then kept their code.
+//   - It records the exit status whole: the kernel keeps only the low 8
+//     bits of it. At the entry of exit() or _exit() it writes its pid and
+//     the status to a pipe it gets as descriptor 3, only in Wine's final
+//     process image of the process started here. The status is what Wine
+//     passes to exit(): the whole 32-bit Windows exit code (0xC000013A, not
+//     58), except that Wine itself turns a code whose low byte is 0 into 1.
 //
-// A process that recorded nothing reports its kernel status, and 1 if a
-// signal ended it; the backend logs which signal. Kill and Terminate end
-// processes this way, and so, now and then, does the wineserver:
-//   - Wine's ntdll closes a process's server connection on its way out,
-//     and the wineserver SIGKILLs a process that has closed it but is
-//     still alive about half a second later (server/process.c,
-//     start_sigkill_timer).
-//   - In about 1 of 100 graceful stops of the test app in the soak, the
-//     exiting process stalls at that point. A kernel trace of one case
-//     shows its last threads closing their server descriptors, then
-//     nothing until the kill 0.49 s later.
-//   - The recorder saw no exit() or _exit() in those processes, so their
-//     exit codes are lost and 1 is reported.
-//
-// Reading exit codes from inside the silo (an agent that creates the
-// processes and asks Windows, as HCS does) would close this.
+// The library removes itself and its variable from the environment, so the
+// program does not see them and the processes it creates run without it.
+// Without the library in the template, codes come from the kernel alone. A
+// process that recorded nothing reports its kernel status, and 1 if a signal
+// ended it; the backend logs which signal. Kill and Terminate end processes
+// this way.
 //
 // # Stopping and cleaning up
 //

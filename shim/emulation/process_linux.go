@@ -205,8 +205,8 @@ func (s *system) CreateProcess(ctx context.Context, p *compute.ProcessSettings) 
 		}
 	}
 
-	if s.b.exitStatusLib != "" {
-		w, err := proc.recordExitStatus(s.b.exitStatusLib)
+	if s.b.exitLib != "" {
+		w, err := proc.recordExitStatus(s.b.exitLib)
 		if err != nil {
 			return fail(fmt.Errorf("emulation: %w", err))
 		}
@@ -248,7 +248,7 @@ func (s *system) CreateProcess(ctx context.Context, p *compute.ProcessSettings) 
 }
 
 // recordExitStatus has the process record its exit status with the
-// preload library lib (build/wine/exitstatus.c) on a pipe it gets as
+// preload library lib (build/wine/wineexit.c) on a pipe it gets as
 // descriptor 3, named with its identity and this process's pid so that only
 // the process started here records. It returns the pipe's write end, for
 // the caller to close once the process has it.
