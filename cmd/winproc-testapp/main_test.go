@@ -162,9 +162,23 @@ func TestEnv(t *testing.T) {
 // the rest of that line; it fails the test if done is closed first.
 func waitLine(t *testing.T, out fmt.Stringer, prefix string, done <-chan struct{}, timeout time.Duration) string {
 	t.Helper()
+	rest, found, exited := findLine(out, prefix, done, timeout)
+	switch {
+	case found:
+		return rest
+	case exited:
+		t.Fatalf("exited before printing %q; stdout %q", prefix, out)
+	default:
+		t.Fatalf("no %q line after %v; stdout %q", prefix, timeout, out)
+	}
+	return ""
+}
+
+// findLine waits until out has a whole line starting with prefix, done is
+// closed, or timeout passes, and returns the rest of the line if found.
+func findLine(out fmt.Stringer, prefix string, done <-chan struct{}, timeout time.Duration) (rest string, found, exited bool) {
 	deadline := time.Now().Add(timeout)
 	for {
-		exited := false
 		select {
 		case <-done:
 			exited = true // read the output once more: it may be there
@@ -172,14 +186,11 @@ func waitLine(t *testing.T, out fmt.Stringer, prefix string, done <-chan struct{
 		}
 		for _, line := range strings.SplitAfter(out.String(), "\n") {
 			if rest, ok := strings.CutPrefix(line, prefix); ok && strings.HasSuffix(rest, "\n") {
-				return strings.TrimSuffix(rest, "\n")
+				return strings.TrimSuffix(rest, "\n"), true, exited
 			}
 		}
-		if exited {
-			t.Fatalf("exited before printing %q; stdout %q", prefix, out)
-		}
-		if time.Now().After(deadline) {
-			t.Fatalf("no %q line after %v; stdout %q", prefix, timeout, out)
+		if exited || time.Now().After(deadline) {
+			return "", false, exited
 		}
 		select {
 		case <-done:

@@ -85,28 +85,6 @@ func startProc(t *testing.T, cmd *exec.Cmd) *proc {
 	return p
 }
 
-// hasLine reports whether the process printed line within timeout (or
-// before it exited).
-func hasLine(p *proc, line string, timeout time.Duration) bool {
-	deadline := time.After(timeout)
-	for {
-		exited := false
-		select {
-		case <-p.exited:
-			exited = true
-		case <-deadline:
-			return strings.Contains(p.stdout.String(), line+"\n")
-		case <-time.After(10 * time.Millisecond):
-		}
-		if strings.Contains(p.stdout.String(), line+"\n") {
-			return true
-		}
-		if exited {
-			return false
-		}
-	}
-}
-
 // wait returns the exit status once the process has exited.
 func (p *proc) wait(t *testing.T, timeout time.Duration) int {
 	t.Helper()
@@ -244,7 +222,7 @@ func TestProcess(t *testing.T) {
 			// the other cases, whose ends wait for the wineserver to exit,
 			// ten times that.
 			t.Run("console SIGINT 200 times", func(t *testing.T) {
-				lost := 0
+				resent := false
 				for i := 0; i < 200 && !t.Failed(); i++ {
 					p := startProc(t, newCmd(t, "console", "-exit-code", "3"))
 					waitLine(t, p.stdout, "ready", p.exited, l.ready)
@@ -254,8 +232,8 @@ func TestProcess(t *testing.T) {
 					// Wine now and then takes a SIGINT without running the
 					// control handler (shim/emulation doc.go): not the exit
 					// this case is about, so once, the event is sent again.
-					if !hasLine(p, "got CTRL_C_EVENT", 5*time.Second) && lost == 0 {
-						lost++
+					if _, got, _ := findLine(p.stdout, "got CTRL_C_EVENT", p.exited, 5*time.Second); !got && !resent {
+						resent = true
 						t.Logf("run %d: no console event 5 s after SIGINT (stdout %q): sending it again", i, p.stdout)
 						if err := p.cmd.Process.Signal(syscall.SIGINT); err != nil {
 							t.Fatal(err)
