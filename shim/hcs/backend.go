@@ -358,6 +358,9 @@ func (b *Backend) Open(ctx context.Context, id string) (compute.System, error) {
 	c, err := b.api.openContainer(id)
 	if err != nil {
 		f := b.api.facts(err)
+		// A host without the compute service has no compute system left
+		// to clean up either.
+		f.NotExist = f.NotExist || f.ServiceMissing
 		if f.NotExist {
 			b.releaseStale(ctx, id)
 		}

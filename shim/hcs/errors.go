@@ -61,6 +61,11 @@ type errFacts struct {
 	// layer call, which hcsshim itself retries (loopback VHDs on RS5 under
 	// load).
 	LayerNotReady bool
+	// ServiceMissing: ERROR_MOD_NOT_FOUND or ERROR_PROC_NOT_FOUND, what
+	// hcsshim's calls return when vmcompute.dll or computecore.dll cannot
+	// be loaded: the host has no Containers feature, so no compute system
+	// exists on it.
+	ServiceMissing bool
 }
 
 func (f errFacts) or(g errFacts) errFacts {
@@ -78,6 +83,7 @@ func (f errFacts) or(g errFacts) errFacts {
 		InvalidHandle:  f.InvalidHandle || g.InvalidHandle,
 		Unavailable:    f.Unavailable || g.Unavailable,
 		LayerNotReady:  f.LayerNotReady || g.LayerNotReady,
+		ServiceMissing: f.ServiceMissing || g.ServiceMissing,
 	}
 }
 
@@ -90,6 +96,8 @@ const (
 	errorInvalidData        = syscall.Errno(13)         // ERROR_INVALID_DATA
 	errorNotReady           = syscall.Errno(21)         // ERROR_NOT_READY
 	errorNotSupported       = syscall.Errno(50)         // ERROR_NOT_SUPPORTED
+	errorModNotFound        = syscall.Errno(126)        // ERROR_MOD_NOT_FOUND
+	errorProcNotFound       = syscall.Errno(127)        // ERROR_PROC_NOT_FOUND
 	errorNotFound           = syscall.Errno(1168)       // ERROR_NOT_FOUND (0x490)
 	errorDeviceNotConnected = syscall.Errno(1167)       // ERROR_DEVICE_NOT_CONNECTED
 	rpcServerUnavailable    = syscall.Errno(1722)       // RPC_S_SERVER_UNAVAILABLE
@@ -155,6 +163,8 @@ func errnoFacts(err error) errFacts {
 		f.Unavailable = true
 	case e == errorNotReady, e == errorDeviceNotConnected:
 		f.LayerNotReady = true
+	case e == errorModNotFound, e == errorProcNotFound:
+		f.ServiceMissing = true
 	}
 	return f
 }
@@ -167,11 +177,19 @@ func classify(what string, err error, f errFacts) error {
 		return nil
 	}
 	class := classOf(f)
-	if class == nil {
+	switch {
+	case class == nil:
 		return fmt.Errorf("%s: %w", what, err)
+	case f.ServiceMissing:
+		return fmt.Errorf("%s: %w: %w: %s", what, err, class, serviceMissingFix)
 	}
 	return fmt.Errorf("%s: %w: %w", what, err, class)
 }
+
+// serviceMissingFix says what to do about ServiceMissing.
+const serviceMissingFix = "the Host Compute Service is not installed on this host (vmcompute.dll); " +
+	"install the Containers feature (Install-WindowsFeature -Name Containers, or " +
+	"Enable-WindowsOptionalFeature -Online -FeatureName Containers) and restart"
 
 // classOf is the errdefs class of an error with facts f, or nil. The order
 // matters where hcsshim reports two facts at once: ERROR_NOT_FOUND is both
@@ -192,7 +210,7 @@ func classOf(f errFacts) error {
 		return errdefs.ErrFailedPrecondition
 	case f.AccessDenied:
 		return errdefs.ErrPermissionDenied
-	case f.Unavailable, f.Pending, f.InvalidHandle:
+	case f.Unavailable, f.Pending, f.InvalidHandle, f.ServiceMissing:
 		return errdefs.ErrUnavailable
 	}
 	return nil

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"strings"
 	"syscall"
 	"testing"
 
@@ -43,6 +44,8 @@ func TestErrnoFacts(t *testing.T) {
 		{0x800706BA, errFacts{Unavailable: true}},               // its HRESULT
 		{21, errFacts{LayerNotReady: true}},                     // ERROR_NOT_READY
 		{1167, errFacts{LayerNotReady: true}},                   // ERROR_DEVICE_NOT_CONNECTED
+		{126, errFacts{ServiceMissing: true}},                   // ERROR_MOD_NOT_FOUND: no vmcompute.dll
+		{127, errFacts{ServiceMissing: true}},                   // ERROR_PROC_NOT_FOUND: an older vmcompute.dll
 		{2, errFacts{}},                                         // ERROR_FILE_NOT_FOUND: no meaning of its own
 		{0x80370100, errFacts{}},                                // HCS_E_TERMINATED_DURING_START
 		{0x8037F10E, errFacts{}},                                // not an HCS code
@@ -81,6 +84,7 @@ func TestClassOf(t *testing.T) {
 		{"unavailable", errFacts{Unavailable: true}, errdefs.IsUnavailable},
 		{"pending", errFacts{Pending: true}, errdefs.IsUnavailable},
 		{"invalid handle", errFacts{InvalidHandle: true}, errdefs.IsUnavailable},
+		{"no compute service", errFacts{ServiceMissing: true}, errdefs.IsUnavailable},
 		{"not found wins over invalid state", errFacts{NotExist: true, InvalidState: true}, errdefs.IsNotFound},
 		{"exists wins over not found", errFacts{AlreadyExists: true, NotExist: true}, errdefs.IsAlreadyExists},
 	}
@@ -110,6 +114,13 @@ func TestClassify(t *testing.T) {
 	}
 	if want := "start compute system ctr: hcs::System::Start ctr: "; len(err.Error()) < len(want) || err.Error()[:len(want)] != want {
 		t.Errorf("message %q", err)
+	}
+
+	// No compute service: the message says how to install it.
+	missing := fmt.Errorf("hcs::CreateComputeSystem ctr: %w", syscall.Errno(126))
+	err = classify("create compute system ctr", missing, errnoFacts(missing))
+	if !errdefs.IsUnavailable(err) || !strings.Contains(err.Error(), "Install-WindowsFeature -Name Containers") {
+		t.Errorf("no compute service: %v", err)
 	}
 
 	plain := errors.New("something else")
@@ -157,7 +168,7 @@ func TestFactsOr(t *testing.T) {
 		t.Errorf("or = %+v", got)
 	}
 	// Every field takes part: setting each alone survives or.
-	all := errFacts{true, true, true, true, true, true, true, true, true, true, true, true, true}
+	all := errFacts{true, true, true, true, true, true, true, true, true, true, true, true, true, true}
 	if got := all.or(errFacts{}); got != all {
 		t.Errorf("or drops a field: %+v", got)
 	}

@@ -3,9 +3,11 @@
 package hcs
 
 import (
+	"context"
 	"encoding/json"
 	"fmt"
 	"reflect"
+	"strings"
 	"syscall"
 	"testing"
 
@@ -13,9 +15,12 @@ import (
 	"github.com/Microsoft/hcsshim/hcn"
 	"github.com/containerd/errdefs"
 	"golang.org/x/sys/windows"
+
+	"github.com/winproc/winproc/internal/winetest"
+	"github.com/winproc/winproc/shim/compute"
 )
 
-// These tests run the Windows adapter without HCS (none of them calls into
+// These tests run the Windows adapter without HCS (none of them needs
 // vmcompute.dll), so they also run under Wine.
 
 // jsonMap is v marshalled and read back as a generic document.
@@ -162,5 +167,28 @@ func TestHostCPUsAllGroups(t *testing.T) {
 	want := int(windows.GetActiveProcessorCount(windows.ALL_PROCESSOR_GROUPS))
 	if got := b.HostCPUs(); got < 1 || got != want {
 		t.Errorf("HostCPUs = %d, want GetActiveProcessorCount(ALL_PROCESSOR_GROUPS) = %d", got, want)
+	}
+}
+
+// A host without the compute service (Wine, or Windows without the
+// Containers feature) has no vmcompute.dll: hcsshim's calls fail with
+// ERROR_MOD_NOT_FOUND. The backend says how to install the service, and
+// Open, which the shim's delete uses, finds no system to clean up.
+func TestNoComputeService(t *testing.T) {
+	if windows.NewLazySystemDLL("vmcompute.dll").Load() == nil {
+		t.Skip("this host has the compute service")
+	}
+	b, err := New(Options{StateDir: winetest.TempDir(t)})
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx := context.Background()
+	_, err = b.Open(ctx, "x")
+	if !errdefs.IsNotFound(err) || !strings.Contains(err.Error(), serviceMissingFix) {
+		t.Errorf("Open = %v, want NotFound with the fix", err)
+	}
+	_, err = b.Create(ctx, "x", &compute.Settings{Layers: compute.Layers{Scratch: `C:\s\x`, Parents: []string{`C:\l\base`}}})
+	if !errdefs.IsUnavailable(err) || !strings.Contains(err.Error(), serviceMissingFix) {
+		t.Errorf("Create = %v, want Unavailable with the fix", err)
 	}
 }

@@ -3,7 +3,9 @@ package hcs
 import (
 	"context"
 	"errors"
+	"fmt"
 	"reflect"
+	"strings"
 	"syscall"
 	"testing"
 	"time"
@@ -275,6 +277,18 @@ func TestOpenMissing(t *testing.T) {
 	}
 	if _, err := b.Open(context.Background(), "../x"); !errdefs.IsInvalidArgument(err) {
 		t.Errorf("Open of a bad id = %v", err)
+	}
+}
+
+// On a host without the compute service (vmcompute.dll missing, as under
+// Wine) no system can be left: Open is NotFound, so the shim's delete
+// cleans up the rest instead of failing.
+func TestOpenWithoutComputeService(t *testing.T) {
+	b, a := testBackend(t)
+	a.failNext("open", fmt.Errorf("hcs::OpenComputeSystem x: %w", syscall.Errno(126)))
+	_, err := b.Open(context.Background(), "x")
+	if !errdefs.IsNotFound(err) || !strings.Contains(err.Error(), "Host Compute Service is not installed") {
+		t.Fatalf("Open = %v", err)
 	}
 }
 

@@ -4,6 +4,7 @@ package service
 
 import (
 	"net"
+	"os"
 
 	"github.com/Microsoft/go-winio"
 )
@@ -13,5 +14,14 @@ import (
 const pipeSDDL = "D:P(A;;GA;;;BA)(A;;GA;;;SY)"
 
 func listen(address string) (net.Listener, error) {
-	return winio.ListenPipe(address, &winio.PipeConfig{SecurityDescriptor: pipeSDDL})
+	l, err := winio.ListenPipe(address, &winio.PipeConfig{SecurityDescriptor: pipeSDDL})
+	if err != nil {
+		return nil, err
+	}
+	// Wine 8 hands the first client of a ListenPipe pipe to its
+	// placeholder instance, where containerd's first connection fails; a
+	// stat uses that up. On Windows the placeholder refuses clients and the
+	// stat just fails (as in shim/process, listenOnce).
+	os.Stat(address)
+	return l, nil
 }
