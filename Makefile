@@ -55,6 +55,14 @@ unit:
 wine-test:
 	GOOS=windows GOARCH=amd64 $(GO) test -count=1 -exec $(CURDIR)/build/wine/go-exec.sh $(WINE_TEST_PACKAGES)
 
+# The Windows node under Wine (integration/winenode): the pinned containerd
+# built for Windows, winproc-snapshotter.exe as its proxy plugins, the shim
+# as containerd.exe launches it, and `winproc doctor`, in one private Wine
+# prefix. Some 20 s; `unit` (so `test`) runs it too.
+.PHONY: wine-node
+wine-node: tools wine
+	$(GO) test -count=1 -v ./integration/winenode/
+
 # The shim's performance benchmarks (resident memory next to containerd's
 # runc shim, task API latency through containerd and direct); not part of
 # `test`.

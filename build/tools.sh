@@ -1,8 +1,9 @@
 #!/usr/bin/env bash
 # Builds the pinned third-party tools the integration tests drive, from the Go
 # module proxy, into DIR: containerd and ctr (and containerd's own runc shim,
-# the yardstick for shim memory), and crictl. A tool already built at the
-# pinned version is kept.
+# the yardstick for shim memory), crictl, and containerd.exe and ctr.exe in
+# DIR/bin/windows for the Windows node under Wine (integration/winenode). A
+# tool already built at the pinned version is kept.
 #
 # usage: tools.sh DIR
 set -euo pipefail
@@ -14,8 +15,10 @@ mkdir -p "$dir/bin"
 dir=$(cd "$dir" && pwd)
 export GOFLAGS=-mod=mod CGO_ENABLED=0
 
-stamp() { [ -x "$dir/bin/$1" ] && [ "$(cat "$dir/bin/.$1.version" 2>/dev/null)" = "$2" ]; }
-mark() { echo "$2" >"$dir/bin/.$1.version"; }
+# A tool's stamp is .NAME.version beside it.
+stampfile() { echo "$dir/bin/$(dirname "$1")/.$(basename "$1").version"; }
+stamp() { [ -x "$dir/bin/$1" ] && [ "$(cat "$(stampfile "$1")" 2>/dev/null)" = "$2" ]; }
+mark() { echo "$2" >"$(stampfile "$1")"; }
 
 if ! stamp containerd $containerd_version || ! stamp ctr $containerd_version || ! stamp containerd-shim-runc-v2 $containerd_version; then
 	echo "tools: building containerd $containerd_version"
@@ -24,6 +27,17 @@ if ! stamp containerd $containerd_version || ! stamp ctr $containerd_version || 
 		github.com/containerd/containerd/v2/cmd/ctr@$containerd_version \
 		github.com/containerd/containerd/v2/cmd/containerd-shim-runc-v2@$containerd_version
 	for b in containerd ctr containerd-shim-runc-v2; do mark $b $containerd_version; done
+fi
+
+if ! stamp windows/containerd.exe $containerd_version || ! stamp windows/ctr.exe $containerd_version; then
+	echo "tools: building containerd $containerd_version for Windows"
+	# `go install` does not cross-compile into GOBIN: build in the module,
+	# whose go.sum is complete.
+	mod=$(GOFLAGS= go mod download -json github.com/containerd/containerd/v2@$containerd_version |
+		sed -n 's/^[[:space:]]*"Dir": "\(.*\)",$/\1/p')
+	mkdir -p "$dir/bin/windows"
+	(cd "$mod" && GOOS=windows GOARCH=amd64 go build -trimpath -o "$dir/bin/windows/" ./cmd/containerd ./cmd/ctr)
+	for b in containerd.exe ctr.exe; do mark windows/$b $containerd_version; done
 fi
 
 if ! stamp crictl $crictl_version; then

@@ -1,0 +1,305 @@
+//go:build linux
+
+// Package winenode runs winproc's Windows binaries as a Windows node runs
+// them, under Wine: containerd.exe and ctr.exe of the pinned containerd
+// (build/tools.sh builds them for Windows), winproc-snapshotter.exe serving
+// containerd.exe as its snapshot and diff proxy plugins,
+// containerd-shim-winproc-v2.exe as containerd.exe launches it, and
+// `winproc.exe doctor`. Each node is one private Wine prefix (an overlay on
+// the template prefix) laid out as install.ps1 lays out a node: the binaries
+// and config.toml in C:\Program Files\containerd, install/'s config fragment
+// imported from its conf.d, containerd's default root, state and pipe.
+//
+// Wine has no HCS, HCN or BackupWrite, so nothing runs in a container here:
+// the tests prove what a node does before those, and that where they are
+// needed the error says so.
+package winenode
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"syscall"
+	"testing"
+	"time"
+
+	"golang.org/x/sys/unix"
+
+	"github.com/winproc/winproc/install"
+	"github.com/winproc/winproc/internal/procscan"
+	"github.com/winproc/winproc/internal/syncbuffer"
+	"github.com/winproc/winproc/internal/winetest"
+)
+
+// Where a node keeps things, as Windows paths and as install.ps1 and
+// containerd's defaults have them.
+const (
+	InstallDir      = `C:\Program Files\containerd`
+	ContainerdState = `C:\ProgramData\containerd\state`
+	SnapshotterRoot = `C:\ProgramData\winproc\snapshotter`
+	// HostBuild is the Windows build the node reports (Wine's own prefix
+	// says Windows 7), with a UBR value, which Wine lacks.
+	HostBuild = "10.0.20348"
+	hostBuild = 20348
+	hostUBR   = 3027
+)
+
+// Binaries names the files a node runs: the pinned containerd's Windows
+// build, and the project's Windows commands.
+type Binaries struct {
+	// Containerd holds containerd.exe and ctr.exe.
+	Containerd string
+	// Project holds containerd-shim-winproc-v2.exe, winproc-snapshotter.exe,
+	// winproc.exe and connect.exe (this package's connect command).
+	Project string
+}
+
+// Node is a Windows node in a private Wine prefix, with containerd.exe and
+// winproc-snapshotter.exe serving.
+type Node struct {
+	t      testing.TB
+	prefix string
+	// Logs of the two services.
+	containerdLog, snapshotterLog syncbuffer.Buffer
+}
+
+// Start makes a node and starts its services; the test's cleanup stops
+// every Wine process of the node and removes the prefix.
+func Start(t testing.TB, bins Binaries) *Node {
+	t.Helper()
+	template := winetest.Prefix(t)
+	dir := t.TempDir()
+	n := &Node{t: t, prefix: filepath.Join(dir, "prefix")}
+	upper, work := filepath.Join(dir, "upper"), filepath.Join(dir, "work")
+	for _, d := range []string{n.prefix, upper, work} {
+		if err := os.Mkdir(d, 0o755); err != nil {
+			t.Fatal(err)
+		}
+	}
+	// An overlay: the template is some 700 MB.
+	opts := fmt.Sprintf("lowerdir=%s,upperdir=%s,workdir=%s", template, upper, work)
+	if err := unix.Mount("overlay", n.prefix, "overlay", 0, opts); err != nil {
+		t.Fatalf("mount the node's prefix: %v", err)
+	}
+	t.Cleanup(func() {
+		if err := unix.Unmount(n.prefix, 0); err != nil {
+			t.Errorf("unmount the node's prefix: %v", err)
+		}
+	})
+	t.Cleanup(n.dumpLogsOnFailure)
+
+	n.install(bins)
+	n.setHostBuild()
+	n.startServices()
+	return n
+}
+
+// Path is the Linux path of the node's Windows path p (on C:).
+func (n *Node) Path(p string) string {
+	rest, ok := strings.CutPrefix(p, `C:\`)
+	if !ok {
+		n.t.Fatalf("%s is not on C:", p)
+	}
+	return filepath.Join(n.prefix, "drive_c", filepath.FromSlash(strings.ReplaceAll(rest, `\`, "/")))
+}
+
+// WindowsPath is the Windows path (Z:) of the Linux path p.
+func WindowsPath(p string) string { return `Z:` + strings.ReplaceAll(p, "/", `\`) }
+
+// install lays the binaries and config out as install.ps1 does.
+func (n *Node) install(bins Binaries) {
+	t := n.t
+	dst := n.Path(InstallDir)
+	if err := os.MkdirAll(filepath.Join(dst, "conf.d"), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	copies := map[string]string{
+		filepath.Join(bins.Containerd, "containerd.exe"):              "containerd.exe",
+		filepath.Join(bins.Containerd, "ctr.exe"):                     "ctr.exe",
+		filepath.Join(bins.Project, "containerd-shim-winproc-v2.exe"): "containerd-shim-winproc-v2.exe",
+		filepath.Join(bins.Project, "winproc-snapshotter.exe"):        "winproc-snapshotter.exe",
+		filepath.Join(bins.Project, "winproc.exe"):                    "winproc.exe",
+		filepath.Join(bins.Project, "connect.exe"):                    "connect.exe",
+		filepath.Join("..", "..", "install", install.FragmentFile):    filepath.Join("conf.d", install.FragmentFile),
+	}
+	for src, name := range copies {
+		b, err := os.ReadFile(src)
+		if err != nil {
+			t.Fatalf("install %s: %v", name, err)
+		}
+		if err := os.WriteFile(filepath.Join(dst, name), b, 0o755); err != nil {
+			t.Fatal(err)
+		}
+	}
+	config := fmt.Sprintf("version = 3\nimports = ['%s\\conf.d\\%s']\n", InstallDir, install.FragmentFile)
+	if err := os.WriteFile(filepath.Join(dst, "config.toml"), []byte(config), 0o644); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// setHostBuild makes the prefix report HostBuild and a UBR value, as
+// Windows Server does: Wine reads its version from these values when no
+// version is configured.
+func (n *Node) setHostBuild() {
+	reg := strings.Join([]string{
+		"Windows Registry Editor Version 5.00",
+		"",
+		`[HKEY_LOCAL_MACHINE\Software\Microsoft\Windows NT\CurrentVersion]`,
+		`"CurrentVersion"="10.0"`,
+		fmt.Sprintf(`"CurrentBuild"="%d"`, hostBuild),
+		fmt.Sprintf(`"CurrentBuildNumber"="%d"`, hostBuild),
+		`"CSDVersion"=""`,
+		fmt.Sprintf(`"CurrentMajorVersionNumber"=dword:%08x`, 10),
+		fmt.Sprintf(`"CurrentMinorVersionNumber"=dword:%08x`, 0),
+		fmt.Sprintf(`"UBR"=dword:%08x`, hostUBR),
+		"",
+	}, "\r\n")
+	file := filepath.Join(n.prefix, "drive_c", "node.reg")
+	if err := os.WriteFile(file, []byte(reg), 0o644); err != nil {
+		n.t.Fatal(err)
+	}
+	if out, err := n.Run(`C:\windows\regedit.exe`, "/S", `C:\node.reg`); err != nil {
+		n.t.Fatalf("set the host build: %v\n%s", err, out)
+	}
+}
+
+// Run runs a Windows program of the node to its end and returns its
+// output (stdout, then stderr); a non-zero exit is an error.
+func (n *Node) Run(exe string, args ...string) (string, error) {
+	stdout, stderr, err := n.Exec("", nil, exe, args...)
+	return stdout + stderr, err
+}
+
+// Exec runs a Windows program of the node to its end, in the Linux
+// directory dir ("" for the test's), with env added to its environment; a
+// non-zero exit is an error.
+func (n *Node) Exec(dir string, env []string, exe string, args ...string) (stdout, stderr string, err error) {
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+	defer cancel()
+	cmd := winetest.Command(ctx, n.t, n.prefix, exe, args...)
+	cmd.Dir = dir
+	cmd.Env = append(cmd.Env, env...)
+	var o, e syncbuffer.Buffer
+	cmd.Stdout, cmd.Stderr = &o, &e
+	code, err := winetest.ExitCode(cmd.Run())
+	if err == nil && code != 0 {
+		err = fmt.Errorf("exit status %d", code)
+	}
+	if err != nil {
+		err = fmt.Errorf("%s %s: %w", exe, strings.Join(args, " "), err)
+	}
+	return o.String(), e.String(), err
+}
+
+// Ctr runs ctr.exe against the node's containerd.
+func (n *Node) Ctr(args ...string) (string, error) {
+	return n.Run(InstallDir+`\ctr.exe`, args...)
+}
+
+// ContainerdLog and SnapshotterLog are what the services logged so far.
+func (n *Node) ContainerdLog() string  { return n.containerdLog.String() }
+func (n *Node) SnapshotterLog() string { return n.snapshotterLog.String() }
+
+// startServices starts winproc-snapshotter.exe and containerd.exe with
+// their defaults, as the node's services, and waits until both serve.
+func (n *Node) startServices() {
+	t := n.t
+	snapshotter := n.start(&n.snapshotterLog, InstallDir+`\winproc-snapshotter.exe`)
+	containerd := n.start(&n.containerdLog, InstallDir+`\containerd.exe`, "--log-level", "debug")
+	t.Cleanup(func() {
+		// The node's processes are this test's alone: the prefix is.
+		kill := exec.Command("wineserver", "-k")
+		kill.Env = winetest.Env(n.prefix)
+		if out, err := kill.CombinedOutput(); err != nil {
+			t.Errorf("wineserver -k: %v\n%s", err, out)
+		}
+		for _, c := range []*exec.Cmd{snapshotter, containerd} {
+			c.Wait()
+		}
+	})
+	n.waitLog(&n.snapshotterLog, "serving windowsfilter snapshotter and differ")
+	deadline := time.Now().Add(time.Minute)
+	for {
+		_, err := n.Ctr("version")
+		if err == nil {
+			return
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("containerd.exe does not answer: %v", err)
+		}
+		time.Sleep(200 * time.Millisecond)
+	}
+}
+
+func (n *Node) start(log *syncbuffer.Buffer, exe string, args ...string) *exec.Cmd {
+	cmd := winetest.Command(context.Background(), n.t, n.prefix, exe, args...)
+	cmd.Stdout, cmd.Stderr = log, log
+	if err := cmd.Start(); err != nil {
+		n.t.Fatalf("start %s: %v", exe, err)
+	}
+	return cmd
+}
+
+func (n *Node) waitLog(log *syncbuffer.Buffer, line string) {
+	n.t.Helper()
+	deadline := time.Now().Add(time.Minute)
+	for !strings.Contains(log.String(), line) {
+		if time.Now().After(deadline) {
+			n.t.Fatalf("no %q in a minute", line)
+		}
+		time.Sleep(100 * time.Millisecond)
+	}
+}
+
+// ShimPIDs are the Linux PIDs of the node's running shims.
+func (n *Node) ShimPIDs() []int {
+	env := []byte("WINEPREFIX=" + n.prefix + "\x00")
+	return procscan.Live(func(_ int, cmdline, environ []byte) bool {
+		return strings.Contains(string(cmdline), "containerd-shim-winproc-v2.exe") &&
+			strings.Contains(string(environ), string(env))
+	})
+}
+
+// KillShims kills the node's running shims (SIGKILL: the process ends
+// without a word, as TerminateProcess ends it) and waits until they are
+// gone.
+func (n *Node) KillShims() {
+	n.t.Helper()
+	pids := n.ShimPIDs()
+	if len(pids) == 0 {
+		n.t.Fatal("no shim is running")
+	}
+	for _, pid := range pids {
+		if err := syscall.Kill(pid, syscall.SIGKILL); err != nil && !errors.Is(err, syscall.ESRCH) {
+			n.t.Fatalf("kill shim %d: %v", pid, err)
+		}
+	}
+	deadline := time.Now().Add(30 * time.Second)
+	for len(n.ShimPIDs()) > 0 {
+		if time.Now().After(deadline) {
+			n.t.Fatalf("shims %v still run 30 s after SIGKILL", n.ShimPIDs())
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
+}
+
+func (n *Node) dumpLogsOnFailure() {
+	if !n.t.Failed() {
+		return
+	}
+	n.t.Logf("containerd.exe's log:\n%s", tail(n.ContainerdLog(), 60))
+	n.t.Logf("winproc-snapshotter.exe's log:\n%s", tail(n.SnapshotterLog(), 30))
+}
+
+// tail is the last n lines of s.
+func tail(s string, n int) string {
+	lines := strings.Split(strings.TrimRight(s, "\n"), "\n")
+	if len(lines) > n {
+		lines = lines[len(lines)-n:]
+	}
+	return strings.Join(lines, "\n")
+}
