@@ -1,3 +1,5 @@
+//go:build windows
+
 // Command connect calls the task API's Connect on a shim's named pipe, as
 // containerd.exe does, and prints the PIDs the shim answers: the Windows
 // node's tests run it under Wine, where no Linux process can reach a pipe.
