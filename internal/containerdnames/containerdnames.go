@@ -14,3 +14,18 @@ const (
 	// Platform is the platform of the images they unpack.
 	Platform = "windows/amd64"
 )
+
+// Annotations are the annotations of a pod or container that a winproc
+// handler has containerd forward to the shim: those the shim acts on
+// (runhcs's, for process isolation; shim/specconv.HonouredAnnotations),
+// sorted. Others would reach the shim only to be ignored.
+var Annotations = []string{
+	"io.microsoft.container.memory.sizeinmb",
+	"io.microsoft.container.processor.count",
+	"io.microsoft.container.processor.limit",
+	"io.microsoft.container.processor.weight",
+	"io.microsoft.container.storage.qos.bandwidthmaximum",
+	"io.microsoft.container.storage.qos.iopsmaximum",
+	"io.microsoft.container.wcow.gmsa.disable",
+	"io.microsoft.disable-unsafe-operations",
+}

@@ -18,13 +18,6 @@ import (
 	"github.com/winproc/winproc/shim/options"
 )
 
-// Annotations every handler passes through to the shim: the pod's
-// compute-system settings that Kubernetes and operators set as annotations.
-var (
-	podAnnotations       = []string{"io.microsoft.*", "winproc.io/*"}
-	containerAnnotations = []string{"io.microsoft.*", "winproc.io/*"}
-)
-
 // Node describes one node's containerd and winproc.
 type Node struct {
 	// OS is the node's operating system: "windows", or "linux" for the
@@ -165,9 +158,11 @@ func Generate(n Node) ([]byte, error) {
 							Sandboxer:             n.Sandboxer,
 							Snapshotter:           containerdnames.Snapshotter,
 							DisablePauseImagePull: n.DisablePauseImagePull,
-							PodAnnotations:        podAnnotations,
-							ContainerAnnotations:  containerAnnotations,
-							Options:               n.Options,
+							// The annotations the shim acts on, of pods
+							// (the pause container) and of containers.
+							PodAnnotations:       containerdnames.Annotations,
+							ContainerAnnotations: containerdnames.Annotations,
+							Options:              n.Options,
 						},
 					},
 				},

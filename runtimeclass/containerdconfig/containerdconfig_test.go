@@ -1,11 +1,13 @@
 package containerdconfig
 
 import (
+	"fmt"
 	"strings"
 	"testing"
 
 	"github.com/pelletier/go-toml/v2"
 
+	"github.com/winproc/winproc/internal/containerdnames"
 	"github.com/winproc/winproc/shim/options"
 )
 
@@ -42,6 +44,13 @@ func TestGenerateWindowsNode(t *testing.T) {
 	for _, c := range checks {
 		if got := lookup(tree, c.path); got != c.want {
 			t.Errorf("%s = %#v, want %#v", strings.Join(c.path, "."), got, c.want)
+		}
+	}
+	// The annotations the shim acts on, and only those, are forwarded.
+	for _, key := range []string{"pod_annotations", "container_annotations"} {
+		got := lookup(tree, []string{"plugins", "io.containerd.cri.v1.runtime", "containerd", "runtimes", "winproc", key})
+		if fmt.Sprint(got) != fmt.Sprint(containerdnames.Annotations) {
+			t.Errorf("%s = %v, want %v", key, got, containerdnames.Annotations)
 		}
 	}
 	// containerd's own windows rule stays first; ours follows.

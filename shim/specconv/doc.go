@@ -49,8 +49,13 @@
 // apparmorProfile, oomScoreAdj, scheduler, selinuxLabel, ioPriority,
 // execCPUAffinity, user.umask, non-zero user.uid, user.gid or
 // user.additionalGids; containerd itself puts gid 0 in additionalGids).
-// Other annotations are not read: hcsshim's io.microsoft.* overrides are
-// runhcs features.
+// runhcs's annotations for process isolation (annotations.go) are honoured
+// or refused, never ignored: the processor count, limit and weight, memory
+// size and storage QoS override spec.windows.resources as in runhcs; the gMSA
+// and unsafe-operations switches refuse a credential spec; the process dump
+// ones are refused (they need schema v2 registry changes). A value that is
+// not a number or a boolean is refused, where runhcs logs and ignores it.
+// Other annotations are not read.
 //
 // Docker's ArgsEscaped convention needs nothing here: the runtime spec's
 // Process has no such field, and containerd turns an ArgsEscaped image's

@@ -58,7 +58,15 @@ func FromSpec(spec *specs.Spec, rootfs []mount.Mount, hostCPUs int) (*compute.Se
 	if s.MappedDirectories, s.MappedPipes, err = mountsFrom(spec.Mounts); err != nil {
 		return nil, nil, err
 	}
-	if s.Resources, err = resourcesFrom(w.Resources, hostCPUs, "spec.windows.resources"); err != nil {
+	resources, gmsaDisabled, err := applyAnnotations(spec.Annotations, w.Resources)
+	if err != nil {
+		return nil, nil, err
+	}
+	field := "spec.windows.resources"
+	if resources != w.Resources {
+		field += " (with its io.microsoft.container.* annotations)"
+	}
+	if s.Resources, err = resourcesFrom(resources, hostCPUs, field); err != nil {
 		return nil, nil, err
 	}
 	if w.Resources != nil && w.Resources.Storage != nil && w.Resources.Storage.SandboxSize != nil {
@@ -73,6 +81,10 @@ func FromSpec(spec *specs.Spec, rootfs []mount.Mount, hostCPUs int) (*compute.Se
 	s.Network.IsPodSandbox = spec.Annotations[annotations.KubernetesContainerType] == "sandbox"
 	if s.CredentialSpec, err = credentialSpec(w.CredentialSpec); err != nil {
 		return nil, nil, err
+	}
+	if s.CredentialSpec != "" && gmsaDisabled {
+		return nil, nil, fmt.Errorf("spec.windows.credentialSpec: gMSA credentials are disabled on this container by annotation %s or %s: remove the pod's gMSA credential spec or the annotation: %w",
+			annotations.WCOWDisableGMSA, annotations.DisableUnsafeOperations, errdefs.ErrFailedPrecondition)
 	}
 	if s.AssignedDevices, err = devicesFrom(w.Devices); err != nil {
 		return nil, nil, err
