@@ -257,3 +257,14 @@ func siloCgroupCPU(path string) (user, system time.Duration, err error) {
 	}
 	return user, system, nil
 }
+
+// SiloCgroup returns the cgroup directory the system in dir (Root/<id>)
+// gets, or "" where the machine offers no cgroup v2 hierarchy: for tools
+// that check a system left nothing behind.
+func SiloCgroup(dir string) string {
+	t, err := siloCgroups()
+	if err != nil {
+		return ""
+	}
+	return t.siloOf(dir)
+}
