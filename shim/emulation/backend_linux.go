@@ -61,6 +61,9 @@ type Backend struct {
 	// (no template prefix, Wine missing).
 	createErr error
 	reaper    *reaper
+	// cgroups is where silos' cgroups are made, nil where the machine
+	// offers no writable cgroup v2 hierarchy.
+	cgroups *cgroupTree
 }
 
 var _ compute.Backend = (*Backend)(nil)
@@ -111,6 +114,12 @@ func New(cfg Config) (*Backend, error) {
 	}
 	b.reaper = processReaper()
 	b.reaper.addRoot(root)
+	if t, err := siloCgroups(); err != nil {
+		log.L.WithError(err).Warn("emulation: no cgroup for silos: their processes are found by WINEPREFIX, and orphans by polling")
+	} else {
+		b.cgroups = t
+		b.reaper.useCgroups(t)
+	}
 	return b, nil
 }
 
@@ -240,6 +249,12 @@ func (b *Backend) Create(ctx context.Context, id string, s *compute.Settings) (_
 			}
 		}
 	}()
+	if b.cgroups != nil {
+		st.Cgroup = b.cgroups.siloOf(dir)
+		if err := makeCgroup(st.Cgroup); err != nil {
+			return nil, fmt.Errorf("emulation: system %s: %w", id, err)
+		}
+	}
 	if err := saveState(dir, st); err != nil {
 		return nil, err
 	}
@@ -327,7 +342,7 @@ func (b *Backend) Open(ctx context.Context, id string) (compute.System, error) {
 		st = &persisted{Version: stateVersion, ID: id}
 	}
 	sys := newSystem(b, id, dir, st, true)
-	procs, err := siloProcesses(sys.prefix)
+	procs, err := sys.processes()
 	if err != nil {
 		return nil, err
 	}
@@ -365,9 +380,21 @@ func (b *Backend) Remove(ctx context.Context, id string) error {
 	}
 	st, err := loadState(dir)
 	if err != nil {
-		st = nil
+		// A creation cut short before its state was saved: its cgroup,
+		// if it made one, is where every system in dir gets one.
+		st = &persisted{ID: id}
+		if b.cgroups != nil {
+			if c := b.cgroups.siloOf(dir); isDir(c) == nil {
+				st.Cgroup = c
+			}
+		}
 	}
-	if err := killSilo(ctx, filepath.Join(dir, prefixDir)); err != nil {
+	if st.Cgroup != "" {
+		err = killCgroup(ctx, st.Cgroup)
+	} else {
+		err = killSilo(ctx, filepath.Join(dir, prefixDir))
+	}
+	if err != nil {
 		return fmt.Errorf("emulation: remove %s: %w", id, err)
 	}
 	if err := teardown(ctx, dir, st); err != nil {
@@ -433,11 +460,17 @@ func signalProc(st procStat, sig unix.Signal) error {
 var serverDirName = regexp.MustCompile(`^server-[0-9a-f]+-[0-9a-f]+$`)
 
 // teardown removes a system's directory: it unmounts everything below it
-// (mapped directories, drive C:, the prefix), removes the wineserver's
-// socket directory and then the directory. The silo's processes must be
-// gone. Nothing is deleted while anything below dir is still mounted, so a
-// failure cannot reach into a layer or a mapped host directory.
+// (mapped directories, drive C:, the prefix), removes the silo's cgroup,
+// the wineserver's socket directory and then the directory. The silo's
+// processes must be gone. Nothing is deleted while anything below dir is
+// still mounted, so a failure cannot reach into a layer or a mapped host
+// directory.
 func teardown(ctx context.Context, dir string, st *persisted) error {
+	if st != nil && st.Cgroup != "" {
+		if err := removeCgroup(ctx, st.Cgroup); err != nil {
+			return err
+		}
+	}
 	if err := unmountAll(dir); err != nil {
 		return err
 	}

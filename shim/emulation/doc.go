@@ -131,12 +131,17 @@
 //
 // # Stopping and cleaning up
 //
-// A silo's processes are found by scanning /proc for processes whose
-// environment holds WINEPREFIX=Root/<id>/prefix (Wine passes it on to every
-// process a program creates), the wineserver included; proc_linux.go says
-// why not cgroups. A program that creates a process with an environment
-// block lacking WINEPREFIX hides it from the scan (it still dies with its
-// wineserver).
+// A silo's processes are its cgroup's, the wineserver included: the
+// backend starts each process of a silo into the silo's cgroup v2 (clone3's
+// CLONE_INTO_CGROUP), and what they start inherits it (cgroup_linux.go), as
+// a Windows silo's processes are its job object's. The cgroup is recorded in
+// state.json and removed with the system. Where the machine offers no
+// writable cgroup v2 hierarchy, the silo's processes are found by scanning
+// /proc for processes whose environment holds WINEPREFIX=Root/<id>/prefix
+// (Wine passes it on to every process a program creates); a program that
+// creates a process with an environment block lacking WINEPREFIX hides it
+// from that scan (it still dies with its wineserver). Limits are not
+// enforced either way (no controller is used).
 //
 // Shutdown sends SIGINT to every process but the wineserver and Wine's own
 // system processes (services.exe, winedevice.exe, ...) and returns; once
@@ -172,12 +177,15 @@
 // orphans. New makes the shim a child subreaper, and one reaper per process
 // (shared by its Backends) reaps the silos' orphans by pid, never with
 // wait4(-1), so no exit status is stolen from os/exec (reaper_linux.go).
+// With cgroups it runs on SIGCHLD alone: an idle shim does no work.
 //
 // # Statistics
 //
-// Stats and ProcessList read /proc: CPU time of the running processes plus
-// that of the processes this process reaped; CommitBytes approximated by
-// the private writable mappings (Wine reserves address space inaccessible
+// Stats and ProcessList read counters, never a process's mappings (a Wine
+// process has thousands, and containerd's CRI asks for statistics every
+// second): CPU time from the silo's cgroup (without one, that of the running
+// processes plus that of the processes this process reaped); CommitBytes
+// approximated by the private writable mappings (VmData and VmStk) (Wine reserves address space inaccessible
 // and commits it by making it writable, so VmSize, gigabytes for any Wine
 // process, would be meaningless); CommitPeakBytes the highest sample so far;
 // PrivateWorkingSetBytes the resident private pages; storage from

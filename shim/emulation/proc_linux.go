@@ -3,7 +3,6 @@
 package emulation
 
 import (
-	"bufio"
 	"bytes"
 	"encoding/binary"
 	"fmt"
@@ -17,20 +16,17 @@ import (
 	"github.com/winproc/winproc/shim/compute"
 )
 
-// A silo's processes are found by scanning /proc for processes whose
+// A silo's processes are those of its cgroup (cgroup_linux.go). Where the
+// machine offers no cgroup v2 hierarchy to write to (a shim in a container
+// without delegation), they are found by scanning /proc for processes whose
 // environment holds WINEPREFIX=<the system's prefix>. Every Wine process
 // carries it: the backend sets it on the wineserver and on every process it
 // starts, and Wine copies it into the environment of every process a Windows
 // program creates (it is part of the Windows environment block Wine builds).
-//
-// cgroups were considered: a cgroup per system would find processes that
-// cleared their environment, and would give CPU and memory accounting and
-// limits for free. But it needs a writable, delegated cgroup v2 hierarchy,
-// which a shim under containerd does not reliably have (and the machines this
-// backend is for run it inside other containers), so the emulation stays
-// with what /proc always offers. The price, documented in doc.go: a Windows
-// program that starts a child with an environment block lacking WINEPREFIX
-// hides that child from the scan (it still dies with the wineserver).
+// The price of the scan, documented in doc.go: a Windows program that starts
+// a child with an environment block lacking WINEPREFIX hides that child from
+// it (it still dies with the wineserver), and every scan reads every
+// process on the machine.
 
 // procStat is what the backend reads from /proc/<pid>/stat.
 type procStat struct {
@@ -127,6 +123,25 @@ func environPrefix(pid int) string {
 		}
 	}
 	return ""
+}
+
+// siloMembers returns the running processes of a silo, zombies excluded:
+// those in its cgroup, or, without one (""), siloProcesses(prefix).
+func siloMembers(cgroup, prefix string) ([]procStat, error) {
+	if cgroup == "" {
+		return siloProcesses(prefix)
+	}
+	pids, err := cgroupPIDs(cgroup)
+	if err != nil {
+		return nil, fmt.Errorf("the silo's cgroup: %w", err)
+	}
+	out := make([]procStat, 0, len(pids))
+	for _, pid := range pids {
+		if st, err := readStat(pid); err == nil && !st.gone() {
+			out = append(out, st)
+		}
+	}
+	return out, nil
 }
 
 // siloProcesses returns the running processes of the silo whose prefix is
@@ -228,63 +243,37 @@ type memInfo struct {
 	privateWS, sharedWS uint64
 }
 
-// readMem reads a process's memory from /proc/<pid>/maps and smaps_rollup.
+// readMem reads a process's memory from the counters in
+// /proc/<pid>/status, which cost no walk of its mappings: a Wine process has
+// thousands, and containerd's CRI asks every container for statistics every
+// second. VmData and VmStk count the private writable mappings (commit);
+// RssAnon is the resident private memory, RssFile and RssShmem the shared.
 func readMem(pid int) memInfo {
 	var m memInfo
-	if f, err := os.Open(fmt.Sprintf("/proc/%d/maps", pid)); err == nil {
-		sc := bufio.NewScanner(f)
-		sc.Buffer(make([]byte, 64*1024), 1024*1024)
-		for sc.Scan() {
-			line := sc.Text()
-			// start-end perms offset dev inode path
-			rng, rest, ok := strings.Cut(line, " ")
-			if !ok || len(rest) < 4 || rest[1] != 'w' || rest[3] != 'p' {
-				continue
-			}
-			lo, hi, ok := strings.Cut(rng, "-")
-			if !ok {
-				continue
-			}
-			a, err1 := strconv.ParseUint(lo, 16, 64)
-			b, err2 := strconv.ParseUint(hi, 16, 64)
-			if err1 == nil && err2 == nil && b > a {
-				m.commit += b - a
-			}
-		}
-		f.Close()
+	b, err := os.ReadFile(fmt.Sprintf("/proc/%d/status", pid))
+	if err != nil {
+		return m
 	}
-	if b, err := os.ReadFile(fmt.Sprintf("/proc/%d/smaps_rollup", pid)); err == nil {
-		for _, line := range strings.Split(string(b), "\n") {
-			name, val, ok := strings.Cut(line, ":")
-			if !ok {
-				continue
-			}
-			f := strings.Fields(val)
-			if len(f) != 2 || f[1] != "kB" {
-				continue
-			}
-			kb, err := strconv.ParseUint(f[0], 10, 64)
-			if err != nil {
-				continue
-			}
-			switch name {
-			case "Private_Clean", "Private_Dirty":
-				m.privateWS += kb * 1024
-			case "Shared_Clean", "Shared_Dirty":
-				m.sharedWS += kb * 1024
-			}
+	for _, line := range strings.Split(string(b), "\n") {
+		name, val, ok := strings.Cut(line, ":")
+		if !ok {
+			continue
 		}
-	} else if b, err := os.ReadFile(fmt.Sprintf("/proc/%d/statm", pid)); err == nil {
-		// Without smaps_rollup: resident minus shared pages.
-		f := strings.Fields(string(b))
-		if len(f) >= 3 {
-			rss, _ := strconv.ParseUint(f[1], 10, 64)
-			shared, _ := strconv.ParseUint(f[2], 10, 64)
-			page := uint64(os.Getpagesize())
-			if rss > shared {
-				m.privateWS = (rss - shared) * page
-			}
-			m.sharedWS = shared * page
+		f := strings.Fields(val)
+		if len(f) != 2 || f[1] != "kB" {
+			continue
+		}
+		kb, err := strconv.ParseUint(f[0], 10, 64)
+		if err != nil {
+			continue
+		}
+		switch name {
+		case "VmData", "VmStk":
+			m.commit += kb << 10
+		case "RssAnon":
+			m.privateWS += kb << 10
+		case "RssFile", "RssShmem":
+			m.sharedWS += kb << 10
 		}
 	}
 	return m

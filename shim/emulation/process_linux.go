@@ -213,7 +213,7 @@ func (s *system) CreateProcess(ctx context.Context, p *compute.ProcessSettings) 
 		childEnds = append(childEnds, w)
 	}
 
-	if err := s.b.reaper.start(cmd); err != nil {
+	if err := startIn(s.st.Cgroup, cmd, s.b.reaper.start); err != nil {
 		return fail(fmt.Errorf("emulation: start %s: %w", program, err))
 	}
 	for _, f := range childEnds {

@@ -26,25 +26,30 @@ import (
 // It must not steal an exit status from os/exec: a blanket wait4(-1) would
 // reap the processes exec.Cmd.Wait is waiting for (this backend's and
 // anybody else's in the shim). So the reaper only ever waits for specific
-// pids, children of this process that
+// pids, children of this process that were not started through the reaper
+// (start registers every process a Backend starts, under the lock the
+// reaper holds while it works, so a process is registered before the reaper
+// can see it) and that are a silo's zombies.
 //
-//   - were not started through the reaper (start registers every process
-//     a Backend starts, under the lock the reaper holds while it works, so
-//     a process is registered before the reaper can see it), and
-//   - are known orphans of a silo: seen alive, re-parented here, with a
-//     silo's WINEPREFIX in their environment (a zombie's environment is
-//     gone, hence the need to see them alive), or
-//   - are zombies whose command name is a Wine one (ends in .exe, or starts
+// With silos in cgroups (cgroup_linux.go) a zombie names its silo's cgroup
+// in /proc/<pid>/cgroup, so a pass runs on SIGCHLD only (an orphan's death
+// sends one to its subreaper): an idle shim does no work. Without cgroups a
+// silo's process is known by its environment, which a zombie no longer has,
+// so the reaper must see orphans alive: a pass runs on every SIGCHLD and
+// every reapInterval while any system is open, and reaps
+//
+//   - known orphans of a silo: seen alive, re-parented here, with a silo's
+//     WINEPREFIX in their environment, or
+//   - zombies whose command name is a Wine one (ends in .exe, or starts
 //     with wine): short-lived orphans that died between two passes. The
 //     rest of the shim starts no such programs.
 //
-// A pass runs on every SIGCHLD and every reapInterval while any system is
-// open. An orphan that died unseen and whose name the kernel cut to 15
+// There, an orphan that died unseen and whose name the kernel cut to 15
 // bytes, losing its ".exe" (a long exe name), is not recognised and stays a
-// zombie until the shim exits; leak checks treat zombies as gone.
-//
-// The reaped processes' CPU times (from wait4's rusage) are added to their
-// system's, so Stats counts the work of processes that have ended.
+// zombie until the shim exits; leak checks treat zombies as gone. The
+// reaped processes' CPU times (from wait4's rusage) are added to their
+// system's, so Stats counts the work of processes that have ended (a cgroup
+// counts it by itself).
 
 const reapInterval = 500 * time.Millisecond
 
@@ -88,6 +93,16 @@ type reaper struct {
 	// running says a loop goroutine runs.
 	running bool
 	wake    chan struct{}
+	// cgroups, when set, is where silos' cgroups are: membership of a
+	// zombie is read there, and the reaper does not poll.
+	cgroups *cgroupTree
+}
+
+// useCgroups tells the reaper that silos' processes are in cgroups of t.
+func (r *reaper) useCgroups(t *cgroupTree) {
+	r.mu.Lock()
+	r.cgroups = t
+	r.mu.Unlock()
 }
 
 // addRoot notes a Backend's root: processes with a prefix below it are
@@ -165,13 +180,20 @@ func (r *reaper) loop() {
 	sigs := make(chan os.Signal, 1)
 	signal.Notify(sigs, syscall.SIGCHLD)
 	defer signal.Stop(sigs)
-	t := time.NewTicker(reapInterval)
-	defer t.Stop()
+	r.mu.Lock()
+	poll := r.cgroups == nil
+	r.mu.Unlock()
+	var tick <-chan time.Time
+	if poll {
+		t := time.NewTicker(reapInterval)
+		defer t.Stop()
+		tick = t.C
+	}
 	for {
 		select {
 		case <-sigs:
 		case <-r.wake:
-		case <-t.C:
+		case <-tick:
 		}
 		if r.pass() {
 			return
@@ -189,6 +211,9 @@ func (r *reaper) pass() (done bool) {
 
 	r.mu.Lock()
 	pids, err := childPIDs(r.self)
+	// siloOrphans counts the live orphans in silos' cgroups: the loop
+	// goes on while there are any, to reap them once they die.
+	siloOrphans := 0
 	if err == nil {
 		present := map[int]bool{}
 		for _, pid := range pids {
@@ -198,6 +223,18 @@ func (r *reaper) pass() (done bool) {
 			}
 			st, err := readStat(pid)
 			if err != nil || st.ppid != r.self {
+				continue
+			}
+			if r.cgroups != nil {
+				if !r.cgroups.holds(pid) {
+					continue
+				}
+				if !st.gone() {
+					siloOrphans++
+					continue
+				}
+				var ws unix.WaitStatus
+				unix.Wait4(pid, &ws, unix.WNOHANG, nil)
 				continue
 			}
 			prefix, known := r.orphans[pid]
@@ -229,7 +266,7 @@ func (r *reaper) pass() (done bool) {
 			}
 		}
 	}
-	if len(r.live) == 0 && len(r.orphans) == 0 {
+	if len(r.live) == 0 && len(r.orphans) == 0 && siloOrphans == 0 {
 		r.running = false
 		done = true
 	}

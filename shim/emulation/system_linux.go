@@ -171,7 +171,7 @@ func (s *system) Start(ctx context.Context) error {
 	cmd.Dir = s.dir
 	cmd.Stdout, cmd.Stderr = out, out
 	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
-	if err := s.b.reaper.start(cmd); err != nil {
+	if err := startIn(s.st.Cgroup, cmd, s.b.reaper.start); err != nil {
 		err = fmt.Errorf("emulation: start wineserver: %w", err)
 		s.finishLocked(err)
 		return err
@@ -279,6 +279,10 @@ func (s *system) monitor(exited <-chan struct{}) {
 	}
 }
 
+// processes returns the silo's running processes, the wineserver
+// included.
+func (s *system) processes() ([]procStat, error) { return siloMembers(s.st.Cgroup, s.prefix) }
+
 // isServer reports whether p is the system's wineserver.
 func (s *system) isServer(p procStat) bool {
 	if s.st.ServerPID != 0 {
@@ -290,7 +294,7 @@ func (s *system) isServer(p procStat) bool {
 // check scans the silo once and acts: it reports whether the system has
 // stopped.
 func (s *system) check(owned, serverGone bool, termAt *time.Time) bool {
-	procs, err := siloProcesses(s.prefix)
+	procs, err := s.processes()
 	if err != nil {
 		return false
 	}
@@ -385,7 +389,7 @@ func (s *system) Shutdown(ctx context.Context) error {
 	s.phase = phaseStopping
 	s.mu.Unlock()
 	if !terminating {
-		procs, err := siloProcesses(s.prefix)
+		procs, err := s.processes()
 		if err != nil {
 			return err
 		}
@@ -422,7 +426,7 @@ func (s *system) Terminate(ctx context.Context) error {
 	}
 	s.phase = phaseStopping
 	s.mu.Unlock()
-	procs, err := siloProcesses(s.prefix)
+	procs, err := s.processes()
 	if err != nil {
 		return err
 	}
@@ -438,15 +442,16 @@ func (s *system) Terminate(ctx context.Context) error {
 	return nil
 }
 
-// Stats sums the silo's processes (the wineserver included) from /proc:
+// Stats sums the silo's processes (the wineserver included):
 //
-//   - CPU: utime and stime of the running processes plus those of the
-//     processes that ended and were reaped by this process (their own
-//     wait4 rusage); processes reaped elsewhere are not counted;
+//   - CPU: the silo's cgroup's, which counts every process that ran in it;
+//     without a cgroup, utime and stime of the running processes plus
+//     those of the processes that ended and were reaped by this process
+//     (their own wait4 rusage), so processes reaped elsewhere are missed;
 //   - memory: CommitBytes is the size of private writable mappings (what
 //     Wine has committed), PrivateWorkingSetBytes the resident private
-//     pages (smaps_rollup), CommitPeakBytes the highest CommitBytes of the
-//     samples taken so far;
+//     pages, CommitPeakBytes the highest CommitBytes of the samples taken
+//     so far (readMem);
 //   - storage: read_bytes and write_bytes of /proc/<pid>/io (what reached
 //     the storage layer, for every file system, not only the scratch; page
 //     cache hits are not reads) of running processes only, and as counts
@@ -460,7 +465,15 @@ func (s *system) Stats(ctx context.Context) (*compute.Stats, error) {
 	started := s.started
 	user, kernel := s.cpuUser, s.cpuKernel
 	s.mu.Unlock()
-	procs, err := siloProcesses(s.prefix)
+	// A cgroup accounts every process that ran in it.
+	cgroupCPU := s.st.Cgroup != ""
+	if cgroupCPU {
+		var err error
+		if user, kernel, err = siloCgroupCPU(s.st.Cgroup); err != nil {
+			return nil, fmt.Errorf("emulation: system %s: %w", s.id, err)
+		}
+	}
+	procs, err := s.processes()
 	if err != nil {
 		return nil, err
 	}
@@ -473,8 +486,10 @@ func (s *system) Stats(ctx context.Context) (*compute.Stats, error) {
 		if err := ctx.Err(); err != nil {
 			return nil, err
 		}
-		user += ticks(p.utime)
-		kernel += ticks(p.stime)
+		if !cgroupCPU {
+			user += ticks(p.utime)
+			kernel += ticks(p.stime)
+		}
 		m := readMem(p.pid)
 		st.Memory.CommitBytes += m.commit
 		st.Memory.PrivateWorkingSetBytes += m.privateWS
@@ -507,7 +522,7 @@ func (s *system) ProcessList(ctx context.Context) ([]compute.ProcessInfo, error)
 		return nil, err
 	}
 	s.mu.Unlock()
-	procs, err := siloProcesses(s.prefix)
+	procs, err := s.processes()
 	if err != nil {
 		return nil, err
 	}

@@ -1,0 +1,270 @@
+//go:build linux
+
+package emulation
+
+import (
+	"bufio"
+	"context"
+	"crypto/sha256"
+	"encoding/hex"
+	"errors"
+	"fmt"
+	"io/fs"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"sync"
+	"syscall"
+	"time"
+
+	"golang.org/x/sys/unix"
+)
+
+// Where the machine offers a writable cgroup v2 hierarchy, each silo's
+// processes run in a cgroup of their own, as a Windows silo's run in its job
+// object: the backend starts every process it starts for a silo into that
+// cgroup (clone3 with CLONE_INTO_CGROUP, through SysProcAttr.CgroupFD), and
+// whatever those start inherits it. The cgroup then names the silo's
+// processes (cgroup.procs) without a scan of /proc, ends them all at once
+// (cgroup.kill), accounts the CPU of those that ended too (cpu.stat), and
+// still names the silo of a zombie (/proc/<pid>/cgroup), which lets the
+// reaper act on SIGCHLD alone instead of polling. No controller is needed.
+// Without such a hierarchy (a shim in a container without cgroup
+// delegation) the backend finds a silo's processes by their WINEPREFIX
+// instead (proc_linux.go).
+
+// siloCgroupsDir is the directory, below the shim's own cgroup, that holds
+// the silos' cgroups.
+const siloCgroupsDir = "winproc-silos"
+
+// cgroupTree is where silos' cgroups are made.
+type cgroupTree struct {
+	// mount is where the cgroup v2 hierarchy is mounted; base is the
+	// directory of the silos' cgroups, below it.
+	mount, base string
+}
+
+// siloCgroups returns the process's cgroupTree, or an error saying why the
+// machine offers none; it looks once.
+var siloCgroups = sync.OnceValues(findCgroupTree)
+
+func findCgroupTree() (*cgroupTree, error) {
+	mount, err := cgroup2Mount()
+	if err != nil {
+		return nil, err
+	}
+	own, err := ownCgroup(os.Getpid())
+	if err != nil {
+		return nil, err
+	}
+	t := &cgroupTree{mount: mount, base: filepath.Join(mount, own, siloCgroupsDir)}
+	if err := os.MkdirAll(t.base, 0o755); err != nil {
+		return nil, fmt.Errorf("cgroup v2 hierarchy at %s is not writable: %w", mount, err)
+	}
+	return t, nil
+}
+
+// cgroup2Mount finds where the cgroup v2 hierarchy is mounted (on hybrid
+// machines, beside the v1 controllers).
+func cgroup2Mount() (string, error) {
+	f, err := os.Open("/proc/self/mountinfo")
+	if err != nil {
+		return "", err
+	}
+	defer f.Close()
+	sc := bufio.NewScanner(f)
+	for sc.Scan() {
+		// ID parent major:minor root mountpoint options ... - fstype source ...
+		pre, post, ok := strings.Cut(sc.Text(), " - ")
+		if !ok || !strings.HasPrefix(post, "cgroup2 ") {
+			continue
+		}
+		if f := strings.Fields(pre); len(f) >= 5 && f[3] == "/" {
+			return unescapeMountPath(f[4]), nil
+		}
+	}
+	if err := sc.Err(); err != nil {
+		return "", err
+	}
+	return "", errors.New("no cgroup v2 hierarchy is mounted")
+}
+
+// unescapeMountPath undoes mountinfo's octal escapes (\040 for a space).
+func unescapeMountPath(s string) string {
+	if !strings.Contains(s, `\`) {
+		return s
+	}
+	var b strings.Builder
+	for i := 0; i < len(s); i++ {
+		if s[i] == '\\' && i+3 < len(s) {
+			if n, err := strconv.ParseUint(s[i+1:i+4], 8, 8); err == nil {
+				b.WriteByte(byte(n))
+				i += 3
+				continue
+			}
+		}
+		b.WriteByte(s[i])
+	}
+	return b.String()
+}
+
+// ownCgroup returns the cgroup v2 path of pid (its "0::" line), also for a
+// zombie, whose line keeps the cgroup it died in.
+func ownCgroup(pid int) (string, error) {
+	b, err := os.ReadFile(fmt.Sprintf("/proc/%d/cgroup", pid))
+	if err != nil {
+		return "", err
+	}
+	for _, line := range strings.Split(string(b), "\n") {
+		if p, ok := strings.CutPrefix(line, "0::"); ok {
+			return p, nil
+		}
+	}
+	return "", fmt.Errorf("process %d is in no cgroup v2", pid)
+}
+
+// siloOf returns the absolute path of the cgroup a system in dir gets: one
+// per system directory, whoever makes it.
+func (t *cgroupTree) siloOf(dir string) string {
+	sum := sha256.Sum256([]byte(dir))
+	return filepath.Join(t.base, hex.EncodeToString(sum[:8]))
+}
+
+// holds reports whether pid (alive or a zombie) is in a silo's cgroup.
+func (t *cgroupTree) holds(pid int) bool {
+	p, err := ownCgroup(pid)
+	if err != nil {
+		return false
+	}
+	return strings.HasPrefix(filepath.Join(t.mount, p), t.base+"/")
+}
+
+// makeCgroup creates the cgroup at path (it may exist).
+func makeCgroup(path string) error {
+	if err := os.Mkdir(path, 0o755); err != nil && !errors.Is(err, fs.ErrExist) {
+		return fmt.Errorf("create the silo's cgroup: %w", err)
+	}
+	return nil
+}
+
+// startIn starts cmd with start (the reaper's, which registers it) in the
+// cgroup at path, or as it is when path is "".
+func startIn(path string, cmd *exec.Cmd, start func(*exec.Cmd) error) error {
+	if path == "" {
+		return start(cmd)
+	}
+	dir, err := os.Open(path)
+	if err != nil {
+		return fmt.Errorf("open the silo's cgroup: %w", err)
+	}
+	defer dir.Close()
+	if cmd.SysProcAttr == nil {
+		cmd.SysProcAttr = &syscall.SysProcAttr{}
+	}
+	cmd.SysProcAttr.UseCgroupFD = true
+	cmd.SysProcAttr.CgroupFD = int(dir.Fd())
+	return start(cmd)
+}
+
+// cgroupPIDs lists the processes in the cgroup at path (zombies are not
+// listed); a cgroup that is gone holds none.
+func cgroupPIDs(path string) ([]int, error) {
+	b, err := os.ReadFile(filepath.Join(path, "cgroup.procs"))
+	if errors.Is(err, fs.ErrNotExist) {
+		return nil, nil
+	}
+	if err != nil {
+		return nil, err
+	}
+	var pids []int
+	for _, f := range strings.Fields(string(b)) {
+		if pid, err := strconv.Atoi(f); err == nil {
+			pids = append(pids, pid)
+		}
+	}
+	return pids, nil
+}
+
+// killCgroup SIGKILLs every process in the cgroup at path (cgroup.kill),
+// and waits until none is left, up to killGrace.
+func killCgroup(ctx context.Context, path string) error {
+	ctx, cancel := context.WithTimeout(ctx, killGrace)
+	defer cancel()
+	for {
+		pids, err := cgroupPIDs(path)
+		if err != nil {
+			return err
+		}
+		if len(pids) == 0 {
+			return nil
+		}
+		if err := os.WriteFile(filepath.Join(path, "cgroup.kill"), []byte("1"), 0); err != nil {
+			return fmt.Errorf("kill the silo's cgroup: %w", err)
+		}
+		select {
+		case <-ctx.Done():
+			return fmt.Errorf("processes of cgroup %s still running: %w", path, ctx.Err())
+		case <-time.After(10 * time.Millisecond):
+		}
+	}
+}
+
+// removeCgroup removes the cgroup at path, once its processes are gone;
+// killGrace bounds the wait. A cgroup that is gone is no error.
+func removeCgroup(ctx context.Context, path string) error {
+	ctx, cancel := context.WithTimeout(ctx, killGrace)
+	defer cancel()
+	for {
+		err := unix.Rmdir(path)
+		switch {
+		case err == nil, errors.Is(err, unix.ENOENT):
+			return nil
+		case !errors.Is(err, unix.EBUSY):
+			return fmt.Errorf("remove the silo's cgroup: %w", err)
+		}
+		select {
+		case <-ctx.Done():
+			return fmt.Errorf("remove the silo's cgroup %s: still in use: %w", path, ctx.Err())
+		case <-time.After(10 * time.Millisecond):
+		}
+	}
+}
+
+// siloCgroupCPU returns the user and system CPU time of every process that ran
+// in the cgroup at path, ended ones included (cpu.stat).
+func siloCgroupCPU(path string) (user, system time.Duration, err error) {
+	b, err := os.ReadFile(filepath.Join(path, "cpu.stat"))
+	if err != nil {
+		return 0, 0, err
+	}
+	for _, line := range strings.Split(string(b), "\n") {
+		k, v, ok := strings.Cut(line, " ")
+		if !ok {
+			continue
+		}
+		n, err := strconv.ParseUint(v, 10, 64)
+		if err != nil {
+			continue
+		}
+		switch k {
+		case "user_usec":
+			user = time.Duration(n) * time.Microsecond
+		case "system_usec":
+			system = time.Duration(n) * time.Microsecond
+		}
+	}
+	return user, system, nil
+}
+
+// SiloCgroup returns the cgroup directory the system in dir (Root/<id>)
+// gets, or "" where the machine offers no cgroup v2 hierarchy: for tools
+// that check a system left nothing behind.
+func SiloCgroup(dir string) string {
+	t, err := siloCgroups()
+	if err != nil {
+		return ""
+	}
+	return t.siloOf(dir)
+}
