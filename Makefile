@@ -72,11 +72,14 @@ wine-node: tools wine
 	$(GO) test -count=1 -v ./integration/winenode/
 
 # The shim's performance benchmarks (resident memory next to containerd's
-# runc shim, task API latency through containerd and direct); not part of
+# runc shim, task API latency through containerd and direct) and the scale
+# run (SCALE_PODS pods with a container each, kept running: latency per
+# tenth, idle CPU, memory per pod, teardown; docs/scale.md); not part of
 # `test`.
+SCALE_PODS ?= 100
 .PHONY: bench
 bench: tools wine
-	$(GO) test -run '^$$' -bench . -benchtime 1x ./integration/
+	WINPROC_SCALE_PODS=$(SCALE_PODS) $(GO) test -count=1 -timeout 1h -v -run '^TestScale$$' -bench . -benchtime 1x ./integration/
 
 # Long runs, not part of `test`: SOAK_CYCLES pod cycles through crictl and
 # containerd (a table every 100 cycles; fails on a lost byte, a leak,

@@ -206,6 +206,15 @@ func (d durations) pct(p int) time.Duration {
 	return s[(len(s)-1)*p/100]
 }
 
+// requireFlat fails unless what's p50 over the last runs is at most factor
+// times its p50 over the first.
+func requireFlat(t *testing.T, factor float64, what string, first, last durations) {
+	t.Helper()
+	if f, l := first.pct(50), last.pct(50); float64(l) > factor*float64(f) {
+		t.Errorf("%s p50 of the last %d is %v, over %.1fx the first %d's %v", what, len(last), l, factor, len(first), f)
+	}
+}
+
 // envInt reads a positive whole number from the environment, def if unset.
 func envInt(t *testing.T, name string, def int) int {
 	t.Helper()

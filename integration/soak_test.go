@@ -92,14 +92,8 @@ func TestSoak(t *testing.T) {
 	if d := last.snapshotterFDs - first.snapshotterFDs; d > 5 {
 		t.Errorf("the snapshotter's descriptors grew by %d (from %d after the first %d cycles)", d, first.snapshotterFDs, window)
 	}
-	for _, c := range []struct {
-		what        string
-		first, last durations
-	}{{"runp", firstRunp, runp}, {"container start", firstStart, start}} {
-		if f, l := c.first.pct(50), c.last.pct(50); float64(l) > 1.5*float64(f) {
-			t.Errorf("%s p50 of the last %d cycles is %v, over 1.5x the first %d's %v", c.what, len(c.last), l, len(c.first), f)
-		}
-	}
+	requireFlat(t, 1.5, "runp", firstRunp, runp)
+	requireFlat(t, 1.5, "container start", firstStart, start)
 	requireNodeClean(t, n, imageSnapshots)
 }
 

@@ -12,7 +12,6 @@ import (
 	"slices"
 	"strings"
 	"testing"
-	"time"
 
 	taskv3 "github.com/containerd/containerd/api/runtime/task/v3"
 	v1 "github.com/google/go-containerregistry/pkg/v1"
@@ -377,24 +376,19 @@ func imageArchive(t *testing.T, ref, osVersion string) string {
 
 func buildImage(t *testing.T, osVersion string) v1.Image {
 	t.Helper()
-	ctx := context.Background()
 	tree := t.TempDir()
 	if err := os.WriteFile(filepath.Join(tree, "app.txt"), []byte("app"), 0o644); err != nil {
 		t.Fatal(err)
 	}
-	base, err := winimage.SyntheticBaseLayer(ctx, time.Time{})
+	a, err := winimage.BuildTrees(context.Background(), winimage.TreesOptions{
+		Config:     winimage.Config{Entrypoint: []string{`C:\app.exe`}},
+		Trees:      []string{tree},
+		OSVersions: []string{osVersion},
+	})
 	if err != nil {
 		t.Fatal(err)
 	}
-	top, err := winimage.LayerFromTree(ctx, tree)
-	if err != nil {
-		t.Fatal(err)
-	}
-	img, err := winimage.Build(winimage.Config{OSVersion: osVersion, Entrypoint: []string{`C:\app.exe`}}, base, top)
-	if err != nil {
-		t.Fatal(err)
-	}
-	return img
+	return a.(v1.Image)
 }
 
 // importImage imports an image of buildImage as ref into namespace ns,

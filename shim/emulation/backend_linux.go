@@ -389,12 +389,7 @@ func (b *Backend) Remove(ctx context.Context, id string) error {
 			}
 		}
 	}
-	if st.Cgroup != "" {
-		err = killCgroup(ctx, st.Cgroup)
-	} else {
-		err = killSilo(ctx, filepath.Join(dir, prefixDir))
-	}
-	if err != nil {
+	if err := killSilo(ctx, st.Cgroup, filepath.Join(dir, prefixDir)); err != nil {
 		return fmt.Errorf("emulation: remove %s: %w", id, err)
 	}
 	if err := teardown(ctx, dir, st); err != nil {
@@ -408,18 +403,24 @@ func (b *Backend) Remove(ctx context.Context, id string) error {
 // when its context has no deadline.
 const killGrace = 10 * time.Second
 
-// killSilo SIGKILLs every process of the silo of prefix, the wineserver
-// first, until none is left (zombies aside).
-func killSilo(ctx context.Context, prefix string) error {
+// killSilo SIGKILLs every process of a silo (siloMembers: its cgroup's at
+// once, or those of its prefix, the wineserver first) until none is left
+// (zombies aside).
+func killSilo(ctx context.Context, cgroup, prefix string) error {
 	ctx, cancel := context.WithTimeout(ctx, killGrace)
 	defer cancel()
 	for {
-		procs, err := siloProcesses(prefix)
+		procs, err := siloMembers(cgroup, prefix)
 		if err != nil {
 			return err
 		}
 		if len(procs) == 0 {
 			return nil
+		}
+		if cgroup != "" {
+			if err := killCgroup(cgroup); err != nil {
+				return err
+			}
 		}
 		for _, p := range procs {
 			if strings.HasPrefix(p.comm, "wineserver") {

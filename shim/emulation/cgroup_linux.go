@@ -187,28 +187,12 @@ func cgroupPIDs(path string) ([]int, error) {
 	return pids, nil
 }
 
-// killCgroup SIGKILLs every process in the cgroup at path (cgroup.kill),
-// and waits until none is left, up to killGrace.
-func killCgroup(ctx context.Context, path string) error {
-	ctx, cancel := context.WithTimeout(ctx, killGrace)
-	defer cancel()
-	for {
-		pids, err := cgroupPIDs(path)
-		if err != nil {
-			return err
-		}
-		if len(pids) == 0 {
-			return nil
-		}
-		if err := os.WriteFile(filepath.Join(path, "cgroup.kill"), []byte("1"), 0); err != nil {
-			return fmt.Errorf("kill the silo's cgroup: %w", err)
-		}
-		select {
-		case <-ctx.Done():
-			return fmt.Errorf("processes of cgroup %s still running: %w", path, ctx.Err())
-		case <-time.After(10 * time.Millisecond):
-		}
+// killCgroup SIGKILLs every process in the cgroup at path at once.
+func killCgroup(path string) error {
+	if err := os.WriteFile(filepath.Join(path, "cgroup.kill"), []byte("1"), 0); err != nil {
+		return fmt.Errorf("kill the silo's cgroup: %w", err)
 	}
+	return nil
 }
 
 // removeCgroup removes the cgroup at path, once its processes are gone;
