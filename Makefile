@@ -79,7 +79,8 @@ wine-node: tools wine
 SCALE_PODS ?= 100
 .PHONY: bench
 bench: tools wine
-	WINPROC_SCALE_PODS=$(SCALE_PODS) $(GO) test -count=1 -timeout 1h -v -run '^TestScale$$' -bench . -benchtime 1x ./integration/
+	$(GO) test -count=1 -run '^$$' -bench . -benchtime 1x ./integration/
+	WINPROC_SCALE_PODS=$(SCALE_PODS) $(GO) test -count=1 -timeout 1h -v -run '^TestScale$$' ./integration/
 
 # Long runs, not part of `test`: SOAK_CYCLES pod cycles through crictl and
 # containerd (a table every 100 cycles; fails on a lost byte, a leak,

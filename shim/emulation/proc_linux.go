@@ -244,38 +244,32 @@ type memInfo struct {
 }
 
 // readMem reads a process's memory from the counters in
-// /proc/<pid>/status, which cost no walk of its mappings: a Wine process has
-// thousands, and containerd's CRI asks every container for statistics every
-// second. VmData and VmStk count the private writable mappings (commit);
-// RssAnon is the resident private memory, RssFile and RssShmem the shared.
+// /proc/<pid>/statm, which cost no walk of its mappings (a Wine process has
+// thousands) and little else: containerd's CRI asks every container for
+// statistics every second. Its data field counts the private writable
+// mappings, data and stack (VmData and VmStk: commit); resident minus
+// shared is the resident private memory (RssAnon), shared the resident
+// file and shared-memory pages.
 func readMem(pid int) memInfo {
 	var m memInfo
-	b, err := os.ReadFile(fmt.Sprintf("/proc/%d/status", pid))
+	b, err := os.ReadFile(fmt.Sprintf("/proc/%d/statm", pid))
 	if err != nil {
 		return m
 	}
-	for _, line := range strings.Split(string(b), "\n") {
-		name, val, ok := strings.Cut(line, ":")
-		if !ok {
-			continue
-		}
-		f := strings.Fields(val)
-		if len(f) != 2 || f[1] != "kB" {
-			continue
-		}
-		kb, err := strconv.ParseUint(f[0], 10, 64)
-		if err != nil {
-			continue
-		}
-		switch name {
-		case "VmData", "VmStk":
-			m.commit += kb << 10
-		case "RssAnon":
-			m.privateWS += kb << 10
-		case "RssFile", "RssShmem":
-			m.sharedWS += kb << 10
-		}
+	// size resident shared text lib data dt, in pages
+	f := strings.Fields(string(b))
+	if len(f) < 6 {
+		return m
 	}
+	page := uint64(os.Getpagesize())
+	resident, _ := strconv.ParseUint(f[1], 10, 64)
+	shared, _ := strconv.ParseUint(f[2], 10, 64)
+	data, _ := strconv.ParseUint(f[5], 10, 64)
+	m.commit = data * page
+	if resident > shared {
+		m.privateWS = (resident - shared) * page
+	}
+	m.sharedWS = shared * page
 	return m
 }
 

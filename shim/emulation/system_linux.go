@@ -465,35 +465,41 @@ func (s *system) Stats(ctx context.Context) (*compute.Stats, error) {
 	started := s.started
 	user, kernel := s.cpuUser, s.cpuKernel
 	s.mu.Unlock()
-	// A cgroup accounts every process that ran in it.
-	cgroupCPU := s.st.Cgroup != ""
-	if cgroupCPU {
+	var pids []int
+	if s.st.Cgroup != "" {
+		// A cgroup accounts every process that ran in it, and lists its
+		// processes without a look at each.
 		var err error
 		if user, kernel, err = siloCgroupCPU(s.st.Cgroup); err != nil {
 			return nil, fmt.Errorf("emulation: system %s: %w", s.id, err)
 		}
-	}
-	procs, err := s.processes()
-	if err != nil {
-		return nil, err
+		if pids, err = cgroupPIDs(s.st.Cgroup); err != nil {
+			return nil, fmt.Errorf("emulation: system %s: %w", s.id, err)
+		}
+	} else {
+		procs, err := s.processes()
+		if err != nil {
+			return nil, err
+		}
+		for _, p := range procs {
+			user += ticks(p.utime)
+			kernel += ticks(p.stime)
+			pids = append(pids, p.pid)
+		}
 	}
 	now := time.Now()
 	st := &compute.Stats{Timestamp: now, ContainerStartTime: started}
 	if !started.IsZero() {
 		st.Uptime = now.Sub(started)
 	}
-	for _, p := range procs {
+	for _, pid := range pids {
 		if err := ctx.Err(); err != nil {
 			return nil, err
 		}
-		if !cgroupCPU {
-			user += ticks(p.utime)
-			kernel += ticks(p.stime)
-		}
-		m := readMem(p.pid)
+		m := readMem(pid)
 		st.Memory.CommitBytes += m.commit
 		st.Memory.PrivateWorkingSetBytes += m.privateWS
-		io := readIO(p.pid)
+		io := readIO(pid)
 		st.Storage.ReadBytes += io.readBytes
 		st.Storage.WriteBytes += io.writeBytes
 		st.Storage.ReadCount += ioCount(io.readBytes)
