@@ -13,6 +13,7 @@ import (
 	"sync"
 	"testing"
 
+	"github.com/containerd/containerd/api/types/task"
 	"github.com/containerd/containerd/v2/pkg/namespaces"
 	"github.com/containerd/errdefs"
 
@@ -180,5 +181,61 @@ func TestMissingLogger(t *testing.T) {
 	p := New("ctr1", &compute.ProcessSettings{}, Stdio{Stdout: uri, Stderr: uri}, Hooks{})
 	if err := p.Start(context.Background(), &fakeSystem{}); err == nil || !strings.Contains(err.Error(), "missing-logger") {
 		t.Errorf("start with a missing logging binary: %v", err)
+	}
+}
+
+// Connect opens the process's stdio before Start (the task service
+// connects an init process at task create): the log file is there at once,
+// and Start writes through what Connect opened. Abandon closes what a
+// process that never starts connected.
+func TestConnectBeforeStartAndAbandon(t *testing.T) {
+	ctx := context.Background()
+	dir := winetest.TempDir(t)
+	uriOf := func(name string) string {
+		return (&url.URL{Scheme: "file", Path: uriPathOf(filepath.Join(dir, name))}).String()
+	}
+
+	p := New("p1", &compute.ProcessSettings{CommandLine: `C:\app.exe`}, Stdio{Stdout: uriOf("started.log")}, Hooks{})
+	if err := p.Connect(ctx); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := os.Stat(filepath.Join(dir, "started.log")); err != nil {
+		t.Fatalf("Connect did not open the log: %v", err)
+	}
+	sys := &fakeSystem{}
+	if err := p.Start(ctx, sys); err != nil {
+		t.Fatal(err)
+	}
+	io.WriteString(sys.procs[0].settings.Stdout, "out\n")
+	sys.procs[0].exit(0)
+	waitExit(t, p)
+	if b, err := os.ReadFile(filepath.Join(dir, "started.log")); err != nil || string(b) != "out\n" {
+		t.Errorf("log = %q, %v", b, err)
+	}
+
+	q := New("p2", &compute.ProcessSettings{CommandLine: `C:\app.exe`}, Stdio{Stdout: uriOf("abandoned.log")}, Hooks{
+		OnExit: func(context.Context, *Process, uint32) uint32 { t.Error("an abandoned process ran its exit hook"); return 0 },
+	})
+	if err := q.Connect(ctx); err != nil {
+		t.Fatal(err)
+	}
+	q.Abandon()
+	if st := q.State(); st.Status != task.Status_STOPPED {
+		t.Errorf("abandoned process is %v", st.Status)
+	}
+	if err := q.Start(ctx, &fakeSystem{}); !errdefs.IsFailedPrecondition(err) {
+		t.Errorf("Start after Abandon: %v, want FailedPrecondition", err)
+	}
+	// The log file is closed: no descriptor of this process names it (on
+	// Windows, where /proc is missing, an open file cannot be removed).
+	log := filepath.Join(dir, "abandoned.log")
+	fds, _ := os.ReadDir("/proc/self/fd")
+	for _, fd := range fds {
+		if target, _ := os.Readlink(filepath.Join("/proc/self/fd", fd.Name())); target == log {
+			t.Errorf("descriptor %s still names the abandoned process's log", fd.Name())
+		}
+	}
+	if err := os.Remove(log); err != nil {
+		t.Errorf("remove the abandoned process's log: %v", err)
 	}
 }

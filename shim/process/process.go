@@ -113,17 +113,59 @@ func (p *Process) State() State {
 	return State{ID: p.id, Pid: p.pid, Status: p.status, Stdio: p.stdio, ExitStatus: p.exit, ExitedAt: p.exitedAt}
 }
 
-// Start connects containerd's stdio and starts the process in sys.
+// Connect opens the shim's ends of the process's stdio, once; Start
+// connects a process that is not connected yet. The task service connects
+// an init process at task create, before its compute system is made, as
+// runhcs and containerd's runc shim do: a stdio problem fails the create,
+// and the process's first output has somewhere to go.
+func (p *Process) Connect(ctx context.Context) error {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	if p.status != task.Status_CREATED {
+		return fmt.Errorf("process %s is %s, only a created process connects its stdio: %w", p.id, statusName(p.status), errdefs.ErrFailedPrecondition)
+	}
+	return p.connectLocked(ctx)
+}
+
+func (p *Process) connectLocked(ctx context.Context) error {
+	if p.streams != nil {
+		return nil
+	}
+	s, err := openStdio(ctx, p.id, p.stdio.connected())
+	if err != nil {
+		return fmt.Errorf("connect stdio of process %s: %w", p.id, err)
+	}
+	p.streams = s
+	return nil
+}
+
+// Abandon releases a created process that will never start (its compute
+// system could not be made): it closes its stdio and runs no hook.
+func (p *Process) Abandon() {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	if p.status != task.Status_CREATED {
+		return
+	}
+	if p.streams != nil {
+		p.streams.Close()
+		p.streams = nil
+	}
+	p.status = task.Status_STOPPED
+}
+
+// Start connects containerd's stdio, if Connect did not, and starts the
+// process in sys.
 func (p *Process) Start(ctx context.Context, sys compute.System) error {
 	p.mu.Lock()
 	defer p.mu.Unlock()
 	if p.status != task.Status_CREATED {
 		return fmt.Errorf("process %s is %s, only a created process can start: %w", p.id, statusName(p.status), errdefs.ErrFailedPrecondition)
 	}
-	s, err := openStdio(ctx, p.id, p.stdio.connected())
-	if err != nil {
-		return fmt.Errorf("connect stdio of process %s: %w", p.id, err)
+	if err := p.connectLocked(ctx); err != nil {
+		return err
 	}
+	s := p.streams
 	if p.stdinDone {
 		// CloseIO came before the start: the client is done already.
 		s.closeStdinWriter()
@@ -132,10 +174,12 @@ func (p *Process) Start(ctx context.Context, sys compute.System) error {
 	settings.Stdin, settings.Stdout, settings.Stderr = s.stdin, s.stdout, s.stderr
 	proc, err := sys.CreateProcess(ctx, &settings)
 	if err != nil {
+		// The process stays created; a later Start connects again.
 		s.Close()
+		p.streams = nil
 		return fmt.Errorf("start process %s: %w", p.id, err)
 	}
-	p.proc, p.streams = proc, s
+	p.proc = proc
 	p.pid = uint32(proc.Pid())
 	p.status = task.Status_RUNNING
 	go p.waitExit(context.WithoutCancel(ctx))

@@ -149,12 +149,21 @@ func (s *Service) create(ctx context.Context, id, bundle string, spec *specs.Spe
 		log.G(ctx).WithField("task", id).Warnf("CPU count %d is more than the host's %d processors; using %d",
 			settings.Resources.RequestedCPUCount, s.backend.HostCPUs(), settings.Resources.CPUCount)
 	}
+	c := &container{id: id, bundle: bundle, execs: map[string]*process.Process{}, release: release}
+	c.init = process.New(id, procSettings, stdio, process.Hooks{
+		OnExit:   c.teardown,
+		Notify:   s.exitNotifier(id),
+		Shutdown: func(ctx context.Context) error { return c.system.Shutdown(ctx) },
+	})
+	if err := c.init.Connect(ctx); err != nil {
+		return fmt.Errorf("task %s: %w", id, err)
+	}
 	sys, err := s.backend.Create(ctx, id, settings)
 	if err != nil {
+		c.init.Abandon()
 		return fmt.Errorf("create compute system for task %s: %w", id, err)
 	}
-	c := &container{id: id, bundle: bundle, system: sys, execs: map[string]*process.Process{}, release: release}
-	c.init = process.New(id, procSettings, stdio, process.Hooks{OnExit: c.teardown, Notify: s.exitNotifier(id), Shutdown: sys.Shutdown})
+	c.system = sys
 	s.mu.Lock()
 	s.containers[id] = c
 	s.mu.Unlock()

@@ -408,3 +408,41 @@ func settledGoroutines() int {
 	}
 	return n
 }
+
+// As runhcs and containerd's runc shim, Create connects the task's stdio
+// before it makes the compute system: a stdio that cannot be connected
+// fails the create with no system made, and a system that cannot be made
+// leaves the connected stdio closed and the task unknown.
+func TestCreateConnectsStdioFirst(t *testing.T) {
+	h := newHarness(t)
+	dir := t.TempDir()
+	log := filepath.Join(dir, "taken.log")
+
+	_, err := h.svc.Create(h.ctx, &taskAPI.CreateTaskRequest{ID: "bad", Bundle: bundle(t, nil), Stdin: filepath.Join(dir, "in"), Stdout: "file://" + log})
+	if !errdefs.IsInvalidArgument(errgrpc.ToNative(err)) {
+		t.Errorf("create with stdin and a log URI: %v, want InvalidArgument", err)
+	}
+	if _, err := h.backend.Open(h.ctx, "bad"); !errdefs.IsNotFound(err) {
+		t.Errorf("a compute system was made for a task whose stdio failed: %v", err)
+	}
+
+	if _, err := h.backend.Create(h.ctx, "taken", &compute.Settings{}); err != nil {
+		t.Fatal(err)
+	}
+	_, err = h.svc.Create(h.ctx, &taskAPI.CreateTaskRequest{ID: "taken", Bundle: bundle(t, nil), Stdout: "file://" + log})
+	if !errdefs.IsAlreadyExists(errgrpc.ToNative(err)) {
+		t.Fatalf("create over a taken system: %v, want AlreadyExists", err)
+	}
+	if _, err := os.Stat(log); err != nil {
+		t.Errorf("the stdio was not connected before the compute system: %v", err)
+	}
+	fds, _ := os.ReadDir("/proc/self/fd")
+	for _, fd := range fds {
+		if target, _ := os.Readlink(filepath.Join("/proc/self/fd", fd.Name())); target == log {
+			t.Errorf("descriptor %s still holds the failed task's stdio", fd.Name())
+		}
+	}
+	if _, err := h.svc.State(h.ctx, &taskAPI.StateRequest{ID: "taken"}); !errdefs.IsNotFound(errgrpc.ToNative(err)) {
+		t.Errorf("state of the failed task: %v, want NotFound", err)
+	}
+}
