@@ -54,7 +54,7 @@ type Binaries struct {
 	// Containerd holds containerd.exe and ctr.exe.
 	Containerd string
 	// Project holds containerd-shim-winproc-v2.exe, winproc-snapshotter.exe,
-	// winproc.exe and connect.exe (this package's connect command).
+	// winproc.exe and shimclient.exe (this package's shimclient command).
 	Project string
 }
 
@@ -123,7 +123,7 @@ func (n *Node) install(bins Binaries) {
 		filepath.Join(bins.Project, "containerd-shim-winproc-v2.exe"): "containerd-shim-winproc-v2.exe",
 		filepath.Join(bins.Project, "winproc-snapshotter.exe"):        "winproc-snapshotter.exe",
 		filepath.Join(bins.Project, "winproc.exe"):                    "winproc.exe",
-		filepath.Join(bins.Project, "connect.exe"):                    "connect.exe",
+		filepath.Join(bins.Project, "shimclient.exe"):                 "shimclient.exe",
 		filepath.Join("..", "..", "install", install.FragmentFile):    filepath.Join("conf.d", install.FragmentFile),
 	}
 	for src, name := range copies {

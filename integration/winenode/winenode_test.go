@@ -4,6 +4,7 @@ package winenode
 
 import (
 	"context"
+	"encoding/json"
 	"fmt"
 	"os"
 	"os/exec"
@@ -48,10 +49,10 @@ func run(m *testing.M) int {
 		fmt.Fprintln(os.Stderr, err)
 		return 1
 	}
-	build := exec.Command("go", "build", "-o", dir+"/", "./connect")
+	build := exec.Command("go", "build", "-o", dir+"/", "./shimclient")
 	build.Env = append(os.Environ(), "GOOS=windows", "GOARCH=amd64", "CGO_ENABLED=0")
 	if out, err := build.CombinedOutput(); err != nil {
-		fmt.Fprintf(os.Stderr, "build connect: %v\n%s", err, out)
+		fmt.Fprintf(os.Stderr, "build shimclient: %v\n%s", err, out)
 		return 1
 	}
 	bins = Binaries{Containerd: filepath.Join(tools, "windows"), Project: dir}
@@ -186,7 +187,7 @@ func TestTaskCreateThroughContainerd(t *testing.T) {
 	if err == nil {
 		t.Fatalf("a task ran without HCS:\n%s", out)
 	}
-	for _, want := range []string{"create compute system for task c1", "Host Compute Service is not installed", "Install-WindowsFeature -Name Containers"} {
+	for _, want := range []string{"create compute system for task c1", serviceMissing, "Install-WindowsFeature -Name Containers"} {
 		if !strings.Contains(out, want) {
 			t.Errorf("ctr run's error has no %q:\n%s", want, out)
 		}
@@ -229,15 +230,30 @@ func TestTaskCreateThroughContainerd(t *testing.T) {
 // The shim's own protocol, as containerd drives it, step by step: `start`
 // prints the pipe it serves on and leaves the serving shim running, whose
 // standard error is the bundle's panic.log; the task API answers Connect on
-// that pipe; after the shim is killed, `delete` cleans up and answers
-// containerd's DeleteResponse.
+// that pipe; Create connects the stdio named pipes containerd serves
+// before it asks for the compute system, and closes them when that fails;
+// after the shim is killed, `delete` cleans up and answers containerd's
+// DeleteResponse.
 func TestShimStartConnectKillDelete(t *testing.T) {
 	n := startNode(t)
+	const ref = "example.com/app:1"
+	importImage(t, n, "default", ref, HostBuild+".1")
+	ctr(t, n, "containers", "create", "--snapshotter", "windowsfilter", "--runtime", "io.containerd.winproc.v2", ref, "t1")
 	bundle := n.Path(`C:\bundles\t1`)
 	if err := os.MkdirAll(bundle, 0o755); err != nil {
 		t.Fatal(err)
 	}
-	if err := os.WriteFile(filepath.Join(bundle, "config.json"), []byte(`{"ociVersion":"1.1.0","windows":{"layerFolders":[]}}`), 0o644); err != nil {
+	spec := map[string]any{
+		"ociVersion": "1.1.0",
+		"process":    map[string]any{"args": []string{`C:\app.exe`}, "cwd": `C:\`},
+		"root":       map[string]any{},
+		"windows":    map[string]any{"layerFolders": layerFolders(t, n, "t1")},
+	}
+	b, err := json.Marshal(spec)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(filepath.Join(bundle, "config.json"), b, 0o644); err != nil {
 		t.Fatal(err)
 	}
 	shim := InstallDir + `\containerd-shim-winproc-v2.exe`
@@ -265,9 +281,19 @@ func TestShimStartConnectKillDelete(t *testing.T) {
 		t.Fatalf("serving shims: %v, want one", pids)
 	}
 
-	connected, err := n.Run(InstallDir+`\connect.exe`, address, "default", "t1")
+	connected, err := n.Run(InstallDir+`\shimclient.exe`, "connect", address, "default", "t1")
 	if err != nil || !regexp.MustCompile(`shim_pid=[1-9]\d* task_pid=0`).MatchString(connected) {
 		t.Fatalf("Connect: %v\n%s", err, connected)
+	}
+	created, err := n.Run(InstallDir+`\shimclient.exe`, "create", address, "default", "t1", `C:\bundles\t1`)
+	if err != nil || !strings.Contains(created, "create: ") || !strings.Contains(created, serviceMissing) {
+		t.Errorf("Create: %v, want the compute service's error\n%s", err, created)
+	}
+	t.Logf("shimclient create:\n%s", created)
+	for _, stream := range []string{"stdin", "stdout", "stderr"} {
+		if !strings.Contains(created, stream+": connected, then closed by the shim") {
+			t.Errorf("the shim did not connect, or did not close, the %s pipe:\n%s", stream, created)
+		}
 	}
 	panicLog, err := os.ReadFile(filepath.Join(bundle, "panic.log"))
 	if err != nil || !strings.Contains(string(panicLog), "init github.com/winproc/winproc/") {
@@ -314,6 +340,25 @@ func TestDoctor(t *testing.T) {
 	if want := fmt.Sprintf("%d checks: 0 failed, 0 warnings", len(checks)); !strings.Contains(out, want) {
 		t.Errorf("doctor's summary is not %q:\n%s", want, out)
 	}
+}
+
+// serviceMissing is how the shim says Wine has no compute service.
+const serviceMissing = "Host Compute Service is not installed"
+
+// layerFolders are the layer folders of snapshot key for a spec: its
+// parent layers, then the snapshot itself, the scratch.
+func layerFolders(t *testing.T, n *Node, key string) []string {
+	t.Helper()
+	out := ctr(t, n, "snapshots", "--snapshotter", "windowsfilter", "mounts", `C:\mnt`, key)
+	m := regexp.MustCompile(`-t windows-layer (\S+) \S+ -o \S*parentLayerPaths=(\[[^\]]*\])`).FindStringSubmatch(out)
+	if m == nil {
+		t.Fatalf("mounts of %s: %q", key, out)
+	}
+	var parents []string
+	if err := json.Unmarshal([]byte(m[2]), &parents); err != nil {
+		t.Fatalf("parentLayerPaths of %s: %v", key, err)
+	}
+	return append(parents, m[1])
 }
 
 func waitLog(t *testing.T, n *Node, pattern string) {
