@@ -214,7 +214,10 @@ func TestConnectBeforeStartAndAbandon(t *testing.T) {
 	}
 
 	q := New("p2", &compute.ProcessSettings{CommandLine: `C:\app.exe`}, Stdio{Stdout: uriOf("abandoned.log")}, Hooks{
-		OnExit: func(context.Context, *Process, uint32) uint32 { t.Error("an abandoned process ran its exit hook"); return 0 },
+		OnExit: func(context.Context, *Process, uint32) uint32 {
+			t.Error("an abandoned process ran its exit hook")
+			return 0
+		},
 	})
 	if err := q.Connect(ctx); err != nil {
 		t.Fatal(err)
