@@ -313,9 +313,21 @@ func (s *Service) Pids(ctx context.Context, r *taskAPI.PidsRequest) (_ *taskAPI.
 	if err != nil {
 		return nil, fmt.Errorf("list processes of task %s: %w", r.ID, err)
 	}
+	// As runhcs (hcsTask.Pids): each process's details, with the exec ID
+	// of the task's own processes.
+	execIDs := map[uint32]string{c.init.State().Pid: c.id}
+	for _, e := range c.execList() {
+		if st := e.State(); st.Pid != 0 {
+			execIDs[st.Pid] = e.ID()
+		}
+	}
 	resp := &taskAPI.PidsResponse{}
 	for _, p := range list {
-		resp.Processes = append(resp.Processes, &task.ProcessInfo{Pid: p.Pid})
+		info, err := typeurl.MarshalAnyToProto(ProcessDetails(p, execIDs[p.Pid]))
+		if err != nil {
+			return nil, fmt.Errorf("process details of task %s: %w", r.ID, err)
+		}
+		resp.Processes = append(resp.Processes, &task.ProcessInfo{Pid: p.Pid, Info: info})
 	}
 	return resp, nil
 }

@@ -24,6 +24,7 @@ import (
 	specs "github.com/opencontainers/runtime-spec/specs-go"
 	"google.golang.org/protobuf/types/known/anypb"
 
+	runhcsopts "github.com/Microsoft/hcsshim/cmd/containerd-shim-runhcs-v1/options"
 	wstats "github.com/Microsoft/hcsshim/cmd/containerd-shim-runhcs-v1/stats"
 
 	"github.com/winproc/winproc/shim/compute"
@@ -445,4 +446,39 @@ func TestCreateConnectsStdioFirst(t *testing.T) {
 	if _, err := h.svc.State(h.ctx, &taskAPI.StateRequest{ID: "taken"}); !errdefs.IsNotFound(errgrpc.ToNative(err)) {
 		t.Errorf("state of the failed task: %v, want NotFound", err)
 	}
+}
+
+// Pids answers as runhcs does: each process's details in runhcs's
+// ProcessDetails, with the exec ID of the task's own processes (the task's
+// ID for its init process).
+func TestPidsDetails(t *testing.T) {
+	h := newHarness(t)
+	h.create(t, "c1")
+	h.start(t, "c1", "")
+	h.exec(t, "c1", "e1")
+	h.start(t, "c1", "e1")
+	resp, err := h.svc.Pids(h.ctx, &taskAPI.PidsRequest{ID: "c1"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := map[uint32]*runhcsopts.ProcessDetails{
+		1000: {ProcessID: 1000, ImageName: "app.exe", ExecID: "c1", UserTime_100Ns: 10_000_000},
+		1001: {ProcessID: 1001, ImageName: "cmd.exe", ExecID: "e1", UserTime_100Ns: 10_010_000},
+	}
+	if len(resp.Processes) != len(want) {
+		t.Fatalf("%d processes, want %d", len(resp.Processes), len(want))
+	}
+	for _, p := range resp.Processes {
+		v, err := typeurl.UnmarshalAny(p.Info)
+		if err != nil {
+			t.Fatal(err)
+		}
+		d, ok := v.(*runhcsopts.ProcessDetails)
+		w := want[p.Pid]
+		if !ok || w == nil || d.ProcessID != w.ProcessID || d.ImageName != w.ImageName || d.ExecID != w.ExecID || d.UserTime_100Ns != w.UserTime_100Ns || d.CreatedAt != nil {
+			t.Errorf("process %d: %T %v, want %v", p.Pid, v, v, w)
+		}
+	}
+	h.svc.Kill(h.ctx, &taskAPI.KillRequest{ID: "c1", Signal: uint32(syscall.SIGKILL), All: true})
+	h.wait(t, "c1", "")
 }

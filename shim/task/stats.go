@@ -3,6 +3,7 @@ package task
 import (
 	"time"
 
+	runhcsopts "github.com/Microsoft/hcsshim/cmd/containerd-shim-runhcs-v1/options"
 	wstats "github.com/Microsoft/hcsshim/cmd/containerd-shim-runhcs-v1/stats"
 	"google.golang.org/protobuf/types/known/timestamppb"
 
@@ -38,4 +39,24 @@ func Statistics(st *compute.Stats) *wstats.Statistics {
 		w.ContainerStartTime = timestamppb.New(st.ContainerStartTime)
 	}
 	return &wstats.Statistics{Container: &wstats.Statistics_Windows{Windows: w}}
+}
+
+// ProcessDetails converts a process of the seam's process list to runhcs's
+// proto for Pids (runhcs's hcsTask.Pids); execID names the task's own
+// process it is, if any: the task's ID for its init process.
+func ProcessDetails(p compute.ProcessInfo, execID string) *runhcsopts.ProcessDetails {
+	d := &runhcsopts.ProcessDetails{
+		ImageName:                    p.ImageName,
+		KernelTime_100Ns:             uint64(p.KernelTime / 100),
+		UserTime_100Ns:               uint64(p.UserTime / 100),
+		MemoryCommitBytes:            p.MemoryCommitBytes,
+		MemoryWorkingSetPrivateBytes: p.MemoryWorkingSetPrivateBytes,
+		MemoryWorkingSetSharedBytes:  p.MemoryWorkingSetSharedBytes,
+		ProcessID:                    p.Pid,
+		ExecID:                       execID,
+	}
+	if !p.CreateTimestamp.IsZero() {
+		d.CreatedAt = timestamppb.New(p.CreateTimestamp)
+	}
+	return d
 }

@@ -6,6 +6,7 @@ package computetest
 import (
 	"context"
 	"errors"
+	"strings"
 	"sync"
 	"time"
 
@@ -128,7 +129,7 @@ func (s *System) ProcessList(context.Context) ([]compute.ProcessInfo, error) {
 		select {
 		case <-p.exited:
 		default:
-			list = append(list, compute.ProcessInfo{Pid: uint32(p.pid)})
+			list = append(list, compute.ProcessInfo{Pid: uint32(p.pid), ImageName: imageName(p.settings.CommandLine), UserTime: time.Duration(p.pid) * time.Millisecond})
 		}
 	}
 	return list, nil
@@ -214,3 +215,10 @@ func (p *Process) ExitCode() (int, error) {
 func (p *Process) ResizeConsole(context.Context, uint16, uint16) error { return nil }
 func (p *Process) CloseStdin(context.Context) error                    { return nil }
 func (p *Process) Close() error                                        { return nil }
+
+// imageName is the file name of a command line's program, as Windows
+// reports a process's image.
+func imageName(commandLine string) string {
+	first, _, _ := strings.Cut(commandLine, " ")
+	return first[strings.LastIndexByte(first, '\\')+1:]
+}
