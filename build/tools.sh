@@ -5,6 +5,11 @@
 # DIR/bin/windows for the Windows node under Wine (integration/winenode). A
 # tool already built at the pinned version is kept.
 #
+# containerd-wincri is that containerd with build/containerd-wincri.patch, a
+# tool of the emulated node that never ships: its CRI, built for Linux, then
+# makes Windows container specs as the Windows build does
+# (docs/test-node.md).
+#
 # usage: tools.sh DIR
 set -euo pipefail
 
@@ -29,15 +34,31 @@ if ! stamp containerd $containerd_version || ! stamp ctr $containerd_version || 
 	for b in containerd ctr containerd-shim-runc-v2; do mark $b $containerd_version; done
 fi
 
+containerd_module() {
+	GOFLAGS= go mod download -json github.com/containerd/containerd/v2@$containerd_version |
+		sed -n 's/^[[:space:]]*"Dir": "\(.*\)",$/\1/p'
+}
+
 if ! stamp windows/containerd.exe $containerd_version || ! stamp windows/ctr.exe $containerd_version; then
 	echo "tools: building containerd $containerd_version for Windows"
 	# `go install` does not cross-compile into GOBIN: build in the module,
 	# whose go.sum is complete.
-	mod=$(GOFLAGS= go mod download -json github.com/containerd/containerd/v2@$containerd_version |
-		sed -n 's/^[[:space:]]*"Dir": "\(.*\)",$/\1/p')
+	mod=$(containerd_module)
 	mkdir -p "$dir/bin/windows"
 	(cd "$mod" && GOOS=windows GOARCH=amd64 go build -trimpath -o "$dir/bin/windows/" ./cmd/containerd ./cmd/ctr)
 	for b in containerd.exe ctr.exe; do mark windows/$b $containerd_version; done
+fi
+
+patch=$(cd "$(dirname "$0")" && pwd)/containerd-wincri.patch
+wincri_version="$containerd_version+$(sha256sum "$patch" | cut -c1-12)"
+if ! stamp containerd-wincri "$wincri_version"; then
+	echo "tools: building containerd $containerd_version with $(basename "$patch")"
+	src=$(mktemp -d)
+	cp -r "$(containerd_module)/." "$src"
+	chmod -R u+w "$src"
+	(cd "$src" && git apply "$patch" && go build -trimpath -o "$dir/bin/containerd-wincri" ./cmd/containerd)
+	rm -rf "$src"
+	mark containerd-wincri "$wincri_version"
 fi
 
 if ! stamp crictl $crictl_version; then

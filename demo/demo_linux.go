@@ -166,7 +166,9 @@ func (d *demo) setup(ctx context.Context) error {
 		"CONTAINERD_NAMESPACE="+namespace,
 		"CRI_CONFIG_FILE="+crictlConfig,
 	)
-	d.node = emulatednode.New(emulatednode.Config{Dir: dir, Tools: d.cfg.Tools, Bin: d.bin, Options: d.options(), HostBuild: hostBuild, Env: d.env})
+	// The stock containerd: the demo still shows where its Linux CRI stops
+	// (docs/test-node.md).
+	d.node = emulatednode.New(emulatednode.Config{Dir: dir, Tools: d.cfg.Tools, Bin: d.bin, Options: d.options(), HostBuild: hostBuild, Env: d.env, Containerd: emulatednode.StockContainerd})
 	crictl := fmt.Sprintf("runtime-endpoint: unix://%s\nimage-endpoint: unix://%s\ntimeout: 60\n", d.node.Address, d.node.Address)
 	if err := os.WriteFile(crictlConfig, []byte(crictl), 0o644); err != nil {
 		return err

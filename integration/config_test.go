@@ -12,9 +12,9 @@ import (
 )
 
 // The generated config must load without complaint and bring up both proxy
-// plugins.
+// plugins, in containerd as shipped.
 func TestGeneratedConfigLoads(t *testing.T) {
-	n := node.Start(t, bins)
+	n := node.StartWith(t, bins, node.Options{StockContainerd: true})
 
 	out, err := n.Ctr(context.Background(), "plugins", "ls")
 	if err != nil {

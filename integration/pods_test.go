@@ -140,8 +140,9 @@ func requireNoPodLeft(t *testing.T, n *node.Node, id string) {
 	}
 }
 
+// Pods through crictl in containerd as shipped.
 func TestPodLifecycle(t *testing.T) {
-	n := node.Start(t, bins)
+	n := node.StartWith(t, bins, node.Options{StockContainerd: true})
 	importPauseImage(t, n, node.HostBuild+".1", false)
 	ctx := context.Background()
 

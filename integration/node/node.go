@@ -58,6 +58,10 @@ type Options struct {
 	// SnapshotterDiskBytes, when set, puts the snapshotter's root on a
 	// tmpfs of that size: a small disk that unpacks can fill.
 	SnapshotterDiskBytes int64
+	// StockContainerd runs the unpatched containerd instead of the one
+	// whose CRI makes Windows container specs: for the tests that prove
+	// the generated config and pods against containerd as shipped.
+	StockContainerd bool
 }
 
 // Start brings up containerd and the snapshotter. bins holds the project's
@@ -112,6 +116,9 @@ func StartWith(t testing.TB, bins string, opts Options) *Node {
 				t.Errorf("unmount the snapshotter's disk: %v", err)
 			}
 		})
+	}
+	if opts.StockContainerd {
+		n.Containerd = emulatednode.StockContainerd
 	}
 	if _, err := n.WriteConfig(); err != nil {
 		t.Fatal(err)

@@ -38,6 +38,15 @@ const Namespace = "k8s.io"
 // Handler is the runtime handler winproc is registered under.
 const Handler = "winproc"
 
+// The containerd builds in Tools (build/tools.sh): the stock one, and the
+// same with build/containerd-wincri.patch, whose CRI, built for Linux,
+// makes Windows container specs as the Windows build does (a tool of this
+// node only; docs/test-node.md).
+const (
+	StockContainerd  = "containerd"
+	WinCRIContainerd = "containerd-wincri"
+)
+
 // Config describes a node.
 type Config struct {
 	// Dir holds everything of the node. Unix socket paths are limited to
@@ -47,6 +56,10 @@ type Config struct {
 	// binaries (winproc-snapshotter, containerd-shim-winproc-v2), which
 	// lead the daemons' PATH so that containerd finds the shim.
 	Tools, Bin string
+	// Containerd is the containerd build in Tools the node runs:
+	// WinCRIContainerd when empty, for containers through CRI, or
+	// StockContainerd.
+	Containerd string
 	// Options are the winproc handler's runtime options.
 	Options options.Options
 	// HostBuild is the Windows build the snapshotter claims.
@@ -116,7 +129,11 @@ func (n *Node) SnapshotterArgv() []string {
 
 // ContainerdArgv is the command line of the node's containerd.
 func (n *Node) ContainerdArgv() []string {
-	argv := []string{filepath.Join(n.Tools, "containerd"), "-c", n.ConfigPath}
+	bin := n.Containerd
+	if bin == "" {
+		bin = WinCRIContainerd
+	}
+	argv := []string{filepath.Join(n.Tools, bin), "-c", n.ConfigPath}
 	if n.LogLevel != "" {
 		argv = append(argv, "-l", n.LogLevel)
 	}

@@ -19,12 +19,13 @@ func TestLayoutAndCommandLines(t *testing.T) {
 		cfg          Config
 		wantSnapRoot string
 		wantSnapTail []string
+		wantCtrd     string
 		wantCtrdTail []string
 	}{
 		{"defaults", Config{Dir: "/n", Tools: "/t", Bin: "/b", HostBuild: "10.0.20348"},
-			"/n/snapshotter", []string{"-host-build", "10.0.20348"}, []string{"-c", "/n/config.toml"}},
-		{"log level and root", Config{Dir: "/n", Tools: "/t", Bin: "/b", HostBuild: "10.0.20348", LogLevel: "warn", SnapshotterRoot: "/disk"},
-			"/disk", []string{"-host-build", "10.0.20348", "-log-level", "warn"}, []string{"-c", "/n/config.toml", "-l", "warn"}},
+			"/n/snapshotter", []string{"-host-build", "10.0.20348"}, "/t/containerd-wincri", []string{"-c", "/n/config.toml"}},
+		{"log level, root, stock containerd", Config{Dir: "/n", Tools: "/t", Bin: "/b", HostBuild: "10.0.20348", LogLevel: "warn", SnapshotterRoot: "/disk", Containerd: StockContainerd},
+			"/disk", []string{"-host-build", "10.0.20348", "-log-level", "warn"}, "/t/containerd", []string{"-c", "/n/config.toml", "-l", "warn"}},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			n := New(tc.cfg)
@@ -36,7 +37,7 @@ func TestLayoutAndCommandLines(t *testing.T) {
 				!strings.Contains(strings.Join(snap, " "), "-root "+tc.wantSnapRoot+" -address /n/snapshotter.sock -containerd-address /n/containerd.sock") {
 				t.Errorf("snapshotter argv %q", snap)
 			}
-			if ctrd := n.ContainerdArgv(); ctrd[0] != "/t/containerd" || !reflect.DeepEqual(ctrd[1:], tc.wantCtrdTail) {
+			if ctrd := n.ContainerdArgv(); ctrd[0] != tc.wantCtrd || !reflect.DeepEqual(ctrd[1:], tc.wantCtrdTail) {
 				t.Errorf("containerd argv %q", ctrd)
 			}
 			if got := n.Bundle("c1"); got != "/n/state/io.containerd.runtime.v2.task/k8s.io/c1" {

@@ -179,6 +179,11 @@ func Generate(n Node) ([]byte, error) {
 			},
 		},
 	}
+	if n.OS == "linux" {
+		// Linux NRI leaves "linux": {} in every spec, even with no plugin,
+		// and the shim refuses a Windows spec with a linux section.
+		f.Plugins["io.containerd.nri.v1.nri"] = map[string]any{"disable": true}
+	}
 	if d := diffChain(n.OS); d != nil {
 		f.Plugins["io.containerd.service.v1.diff-service"] = map[string]any{"default": d}
 	}

@@ -46,6 +46,9 @@ func TestGenerateWindowsNode(t *testing.T) {
 			t.Errorf("%s = %#v, want %#v", strings.Join(c.path, "."), got, c.want)
 		}
 	}
+	if nri := lookup(tree, []string{"plugins", "io.containerd.nri.v1.nri"}); nri != nil {
+		t.Errorf("a Windows node's NRI is configured: %v", nri)
+	}
 	// The annotations the shim acts on, and only those, are forwarded.
 	for _, key := range []string{"pod_annotations", "container_annotations"} {
 		got := lookup(tree, []string{"plugins", "io.containerd.cri.v1.runtime", "containerd", "runtimes", "winproc", key})
@@ -112,6 +115,8 @@ func TestGenerateEmulationNode(t *testing.T) {
 		{[]string{"proxy_plugins", "windowsfilter", "address"}, "/tmp/c/snapshotter.sock"},
 		{[]string{"plugins", "io.containerd.cri.v1.runtime", "containerd", "runtimes", "winproc-test", "sandboxer"}, "podsandbox"},
 		{[]string{"plugins", "io.containerd.cri.v1.runtime", "containerd", "runtimes", "winproc-test", "disable_pause_image_pull"}, true},
+		// Linux NRI would put a linux section in every Windows spec.
+		{[]string{"plugins", "io.containerd.nri.v1.nri", "disable"}, true},
 	}
 	for _, c := range checks {
 		if got := lookup(tree, c.path); got != c.want {
