@@ -313,6 +313,13 @@ func (s *Service) Pids(ctx context.Context, r *taskAPI.PidsRequest) (_ *taskAPI.
 	if err != nil {
 		return nil, fmt.Errorf("list processes of task %s: %w", r.ID, err)
 	}
+	resp := &taskAPI.PidsResponse{}
+	if !pidsWithDetails {
+		for _, p := range list {
+			resp.Processes = append(resp.Processes, &task.ProcessInfo{Pid: p.Pid})
+		}
+		return resp, nil
+	}
 	// As runhcs (hcsTask.Pids): each process's details, with the exec ID
 	// of the task's own processes.
 	execIDs := map[uint32]string{c.init.State().Pid: c.id}
@@ -321,7 +328,6 @@ func (s *Service) Pids(ctx context.Context, r *taskAPI.PidsRequest) (_ *taskAPI.
 			execIDs[st.Pid] = e.ID()
 		}
 	}
-	resp := &taskAPI.PidsResponse{}
 	for _, p := range list {
 		info, err := typeurl.MarshalAnyToProto(ProcessDetails(p, execIDs[p.Pid]))
 		if err != nil {

@@ -452,6 +452,8 @@ func TestCreateConnectsStdioFirst(t *testing.T) {
 // ProcessDetails, with the exec ID of the task's own processes (the task's
 // ID for its init process).
 func TestPidsDetails(t *testing.T) {
+	defer func(was bool) { pidsWithDetails = was }(pidsWithDetails)
+	pidsWithDetails = true
 	h := newHarness(t)
 	h.create(t, "c1")
 	h.start(t, "c1", "")
@@ -478,6 +480,23 @@ func TestPidsDetails(t *testing.T) {
 		if !ok || w == nil || d.ProcessID != w.ProcessID || d.ImageName != w.ImageName || d.ExecID != w.ExecID || d.UserTime_100Ns != w.UserTime_100Ns || d.CreatedAt != nil {
 			t.Errorf("process %d: %T %v, want %v", p.Pid, v, v, w)
 		}
+	}
+	h.svc.Kill(h.ctx, &taskAPI.KillRequest{ID: "c1", Signal: uint32(syscall.SIGKILL), All: true})
+	h.wait(t, "c1", "")
+}
+
+// Where the shim's Pids goes to Linux builds of containerd and ctr (the
+// emulation), it carries pids alone: they fail on an Info they cannot
+// decode.
+func TestPidsWithoutDetails(t *testing.T) {
+	defer func(was bool) { pidsWithDetails = was }(pidsWithDetails)
+	pidsWithDetails = false
+	h := newHarness(t)
+	h.create(t, "c1")
+	h.start(t, "c1", "")
+	resp, err := h.svc.Pids(h.ctx, &taskAPI.PidsRequest{ID: "c1"})
+	if err != nil || len(resp.Processes) != 1 || resp.Processes[0].Pid != 1000 || resp.Processes[0].Info != nil {
+		t.Errorf("pids %v, %v; want pid 1000 and no Info", resp, err)
 	}
 	h.svc.Kill(h.ctx, &taskAPI.KillRequest{ID: "c1", Signal: uint32(syscall.SIGKILL), All: true})
 	h.wait(t, "c1", "")
