@@ -81,6 +81,30 @@ func TestCRIContainerLifecycle(t *testing.T) {
 	}
 	crictl(t, n, "stats", ctr)
 
+	// exec -i: every byte of stdin through CRI's streaming server and back.
+	payload := strings.Repeat("winproc through CRI\n", 5000)
+	execCmd := n.CrictlCommand(context.Background(), "exec", "-i", ctr, testApp, "echo")
+	execCmd.Stdin = strings.NewReader(payload)
+	if out, err := execCmd.Output(); err != nil || string(out) != payload {
+		t.Errorf("exec -i echo: %v; %d of %d bytes back", err, len(out), len(payload))
+	}
+
+	// port-forward: containerd's streaming server reaches the app.
+	local := freePort(t)
+	ctx, cancel := context.WithCancel(context.Background())
+	forward := n.CrictlCommand(ctx, "port-forward", pod, fmt.Sprintf("%d:%d", local, port))
+	forwarding := &output{}
+	forward.Stdout, forward.Stderr = forwarding, forwarding
+	if err := forward.Start(); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { cancel(); forward.Wait() })
+	forwarding.waitFor(t, "Forwarding from")
+	if body := get(t, fmt.Sprintf("http://127.0.0.1:%d/", local)); !strings.Contains(body, "hello from winproc-testapp") {
+		t.Errorf("through port-forward the app answered %q", body)
+	}
+	cancel()
+
 	crictl(t, n, "stop", "-t", "10", ctr)
 	var st struct {
 		Status struct {

@@ -197,8 +197,18 @@ func (n *Node) Ctr(ctx context.Context, args ...string) (string, error) {
 // Crictl runs crictl against the node's CRI endpoint and returns its
 // combined output.
 func (n *Node) Crictl(ctx context.Context, args ...string) (string, error) {
+	return n.run(ctx, filepath.Join(n.Tools, "crictl"), n.crictlArgs(args)...)
+}
+
+// CrictlCommand is crictl against the node's CRI endpoint as a command to
+// start, for verbs that read stdin or run until stopped.
+func (n *Node) CrictlCommand(ctx context.Context, args ...string) *exec.Cmd {
+	return exec.CommandContext(ctx, filepath.Join(n.Tools, "crictl"), n.crictlArgs(args)...)
+}
+
+func (n *Node) crictlArgs(args []string) []string {
 	endpoint := "unix://" + n.Address
-	return n.run(ctx, filepath.Join(n.Tools, "crictl"), append([]string{"--runtime-endpoint", endpoint, "--image-endpoint", endpoint, "--timeout", "60s"}, args...)...)
+	return append([]string{"--runtime-endpoint", endpoint, "--image-endpoint", endpoint, "--timeout", "60s"}, args...)
 }
 
 // CollectGarbage runs containerd's garbage collector now and waits for it:
