@@ -6,8 +6,6 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
-	"os"
-	"path/filepath"
 	"strings"
 	"testing"
 	"time"
@@ -26,15 +24,7 @@ func containerConfig(t *testing.T, name, image string, args []string) string {
 		"envs":     []map[string]string{{"key": "GREETING", "value": "from CRI"}},
 		"log_path": name + ".log",
 	}
-	b, err := json.Marshal(cfg)
-	if err != nil {
-		t.Fatal(err)
-	}
-	p := filepath.Join(t.TempDir(), name+".json")
-	if err := os.WriteFile(p, b, 0o644); err != nil {
-		t.Fatal(err)
-	}
-	return p
+	return writeJSON(t, name+".json", cfg)
 }
 
 // crictl runs crictl and fails the test if it fails; it returns the last

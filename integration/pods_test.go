@@ -55,11 +55,18 @@ func podConfig(t *testing.T, name string) string {
 		"dns_config":    map[string]any{"servers": []string{"10.0.0.10"}, "searches": []string{"default.svc.cluster.local"}},
 		"linux":         map[string]any{"security_context": map[string]any{"namespace_options": map[string]any{"network": 2}}},
 	}
-	b, err := json.Marshal(cfg)
+	return writeJSON(t, name+".json", cfg)
+}
+
+// writeJSON writes v as JSON to a file name in a temporary directory and
+// returns its path.
+func writeJSON(t *testing.T, name string, v any) string {
+	t.Helper()
+	b, err := json.Marshal(v)
 	if err != nil {
 		t.Fatal(err)
 	}
-	p := filepath.Join(t.TempDir(), name+".json")
+	p := filepath.Join(t.TempDir(), name)
 	if err := os.WriteFile(p, b, 0o644); err != nil {
 		t.Fatal(err)
 	}
