@@ -13,26 +13,19 @@ import (
 	"os/exec"
 	"path/filepath"
 	"strings"
-	"syscall"
 	"time"
 
 	wstats "github.com/Microsoft/hcsshim/cmd/containerd-shim-runhcs-v1/stats"
 	sandboxAPI "github.com/containerd/containerd/api/runtime/sandbox/v1"
 	taskAPI "github.com/containerd/containerd/api/runtime/task/v3"
-	runtimeoptions "github.com/containerd/containerd/api/types/runtimeoptions/v1"
-	containerd "github.com/containerd/containerd/v2/client"
-	"github.com/containerd/containerd/v2/core/containers"
 	"github.com/containerd/containerd/v2/pkg/cio"
 	"github.com/containerd/containerd/v2/pkg/namespaces"
-	"github.com/containerd/containerd/v2/pkg/oci"
 	"github.com/containerd/typeurl/v2"
 	specs "github.com/opencontainers/runtime-spec/specs-go"
-	"github.com/pelletier/go-toml/v2"
 	"google.golang.org/protobuf/types/known/anypb"
 
 	"github.com/winproc/winproc/internal/containerdnames"
 	"github.com/winproc/winproc/internal/emulatednode"
-	"github.com/winproc/winproc/internal/syncbuffer"
 	"github.com/winproc/winproc/shim/options"
 )
 
@@ -44,7 +37,6 @@ const (
 	pauseRef  = "example.com/winproc/pause:demo"
 	appRef    = "example.com/winproc/testapp:demo"
 	oldRef    = "example.com/winproc/pause:ltsc2019"
-	appID     = "demo-app"
 	podName   = "demo"
 	testApp   = `C:\winproc-testapp.exe`
 	wincatExe = `C:\Windows\System32\wincat.exe`
@@ -61,12 +53,8 @@ type demo struct {
 	node        *emulatednode.Node
 
 	snapshotter, containerd *emulatednode.Daemon
-	client                  *containerd.Client
-	pod                     string
+	pod, app                string // the pod's and the app container's IDs
 	port                    int
-	container               containerd.Container
-	task                    containerd.Task
-	appOut                  *buffer
 
 	// cleanups undo what the steps made, last first; each is harmless once
 	// the teardown step has done its work.
@@ -166,9 +154,7 @@ func (d *demo) setup(ctx context.Context) error {
 		"CONTAINERD_NAMESPACE="+namespace,
 		"CRI_CONFIG_FILE="+crictlConfig,
 	)
-	// The stock containerd: the demo still shows where its Linux CRI stops
-	// (docs/test-node.md).
-	d.node = emulatednode.New(emulatednode.Config{Dir: dir, Tools: d.cfg.Tools, Bin: d.bin, Options: d.options(), HostBuild: hostBuild, Env: d.env, Containerd: emulatednode.StockContainerd})
+	d.node = emulatednode.New(emulatednode.Config{Dir: dir, Tools: d.cfg.Tools, Bin: d.bin, Options: d.options(), HostBuild: hostBuild, Env: d.env})
 	crictl := fmt.Sprintf("runtime-endpoint: unix://%s\nimage-endpoint: unix://%s\ntimeout: 60\n", d.node.Address, d.node.Address)
 	if err := os.WriteFile(crictlConfig, []byte(crictl), 0o644); err != nil {
 		return err
@@ -413,94 +399,52 @@ func (d *demo) runPod(ctx context.Context) error {
 func (d *demo) startContainer(ctx context.Context) error {
 	d.t.section("Start the test app in the pod")
 	d.t.note(
-		"On a Windows node this is `crictl create` and `crictl start`. containerd's CRI built for",
-		"Linux, as here, cannot make the spec of a Windows container (its Windows spec options are",
-		"stubs off Windows), so this is expected to fail:",
+		"`crictl create` and `crictl start`, as the kubelet does. This node's containerd is v2.4.2",
+		"with a small patch that lets its CRI, built for Linux, make a Windows container's spec as",
+		"its Windows build does (docs/test-node.md); the winproc handler does the rest.",
 	)
-	container := `{"metadata": {"name": "app"}, "image": {"image": "` + appRef + `"}, "command": ["C:\\winproc-testapp.exe", "serve"], "log_path": "app.log"}`
-	if err := os.WriteFile(filepath.Join(d.dir, "container.json"), []byte(container+"\n"), 0o644); err != nil {
-		return err
-	}
-	d.t.command("cat container.json")
-	d.t.output(container)
-	out, err := d.sh(ctx, "", d.tool("crictl"), "create", d.pod, filepath.Join(d.dir, "container.json"), filepath.Join(d.dir, "pod.json"))
-	const want = "failed to generate spec: not implemented"
-	if err == nil || !strings.Contains(out, want) {
-		return fmt.Errorf("crictl create: want the failure %q from containerd's Linux CRI, got %v", want, err)
-	}
-	d.t.note("(failed as expected) So the container is made as containerd's CRI on Windows makes it,",
-		"through the containerd Go client: a windows/amd64 OCI spec, the windowsfilter snapshotter,",
-		"the winproc runtime, and the pod as its sandbox. The task joins the pod's shim.")
-	client, err := containerd.New(d.node.Address, containerd.WithDefaultNamespace(namespace))
-	if err != nil {
-		return err
-	}
-	d.client = client
-	image, err := client.GetImage(ctx, appRef)
-	if err != nil {
-		return err
-	}
+	var err error
 	if d.port, err = freePort(); err != nil {
 		return err
 	}
-	addr := fmt.Sprintf("127.0.0.1:%d", d.port)
-	spec, err := oci.GenerateSpecWithPlatform(ctx, client, "windows/amd64", &containers.Container{ID: appID},
-		oci.WithProcessArgs(testApp, "serve", "-addr", addr),
-		oci.WithEnv([]string{"GREETING=hello from the winproc demo"}),
-		oci.WithAnnotations(map[string]string{
-			"io.kubernetes.cri.container-type": "container",
-			"io.kubernetes.cri.sandbox-id":     d.pod,
-		}))
-	if err != nil {
-		return err
-	}
-	body, err := toml.Marshal(d.options())
-	if err != nil {
-		return err
-	}
-	d.t.call(fmt.Sprintf("client.NewContainer(ctx, %q, WithImage(%q), WithSnapshotter(%q), WithNewSnapshot(...),", appID, appRef, containerdnames.Snapshotter))
-	d.t.call(fmt.Sprintf("    WithRuntime(%q, handler options), WithSandbox(%q),", containerdnames.RuntimeType, short(d.pod)))
-	d.t.call(fmt.Sprintf("    WithSpec(windows/amd64: args [%s serve -addr %s], env GREETING=...))", testApp, addr))
-	c, err := client.NewContainer(ctx, appID,
-		containerd.WithImage(image),
-		containerd.WithSnapshotter(containerdnames.Snapshotter),
-		containerd.WithNewSnapshot(appID, image),
-		containerd.WithRuntime(containerdnames.RuntimeType, &runtimeoptions.Options{ConfigBody: body}),
-		containerd.WithSandbox(d.pod),
-		containerd.WithSpec(spec))
-	if err != nil {
-		return err
-	}
-	d.container = c
-	d.cleanups = append(d.cleanups, func() {
-		ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
-		defer cancel()
-		if task, err := c.Task(ctx, nil); err == nil {
-			task.Kill(ctx, syscall.SIGKILL)
-			task.Delete(ctx, containerd.WithProcessKill)
-		}
-		c.Delete(ctx, containerd.WithSnapshotCleanup)
+	container, err := json.Marshal(map[string]any{
+		"metadata": map[string]any{"name": "app"},
+		"image":    map[string]any{"image": appRef},
+		"command":  []string{testApp, "serve", "-addr", fmt.Sprintf("127.0.0.1:%d", d.port)},
+		"envs":     []map[string]string{{"key": "GREETING", "value": "hello from the winproc demo"}},
+		"log_path": "app.log",
 	})
-	d.appOut = &buffer{}
-	d.t.call("task := container.NewTask(ctx, stdout and stderr to the demo); task.Start(ctx)")
-	task, err := c.NewTask(ctx, cio.NewCreator(cio.WithStreams(nil, d.appOut, d.appOut), cio.WithFIFODir(filepath.Join(d.dir, "fifo"))))
 	if err != nil {
 		return err
 	}
-	d.task = task
-	if err := task.Start(ctx); err != nil {
+	if err := os.WriteFile(filepath.Join(d.dir, "container.json"), append(container, '\n'), 0o644); err != nil {
 		return err
 	}
-	if err := d.appOut.waitFor(ctx, "listening on", time.Minute); err != nil {
+	if _, err := d.sh(ctx, "", "cat", "container.json"); err != nil {
 		return err
 	}
-	if _, err := d.sh(ctx, "", d.tool("ctr"), "containers", "ls"); err != nil {
+	out, err := d.sh(ctx, "", d.tool("crictl"), "create", d.pod, filepath.Join(d.dir, "container.json"), filepath.Join(d.dir, "pod.json"))
+	if err != nil {
+		return err
+	}
+	d.app = lastLine(out)
+	d.cleanups = append(d.cleanups, func() {
+		d.quiet(context.Background(), d.tool("crictl"), "stop", "-t", "0", d.app)
+		d.quiet(context.Background(), d.tool("crictl"), "rm", "-f", d.app)
+	})
+	if _, err := d.sh(ctx, "", d.tool("crictl"), "start", d.app); err != nil {
+		return err
+	}
+	if err := d.waitLog(ctx, "listening on"); err != nil {
+		return err
+	}
+	if _, err := d.sh(ctx, "", d.tool("crictl"), "ps"); err != nil {
 		return err
 	}
 	if _, err := d.sh(ctx, "", d.tool("ctr"), "tasks", "ls"); err != nil {
 		return err
 	}
-	ps, err := d.sh(ctx, "", d.tool("ctr"), "tasks", "ps", appID)
+	ps, err := d.sh(ctx, "", d.tool("ctr"), "tasks", "ps", d.app)
 	if err != nil {
 		return err
 	}
@@ -517,48 +461,33 @@ func (d *demo) startContainer(ctx context.Context) error {
 		return fmt.Errorf("shims serving this node: %v, want one (the container joins its pod's shim)", shims)
 	}
 	d.t.note(fmt.Sprintf("One shim (PID %d) serves the pod and its container.", shims[0]))
-	d.t.note("The app's stdout (what `crictl logs` shows on a Windows node):")
-	d.t.output(d.appOut.String())
-	return nil
+	_, err = d.sh(ctx, "", d.tool("crictl"), "logs", d.app)
+	return err
+}
+
+// waitLog waits until the app's log, as crictl shows it, holds want.
+func (d *demo) waitLog(ctx context.Context, want string) error {
+	deadline := time.Now().Add(time.Minute)
+	for {
+		out, err := d.quiet(ctx, d.tool("crictl"), "logs", d.app)
+		if err == nil && strings.Contains(out, want) {
+			return nil
+		}
+		if time.Now().After(deadline) {
+			return fmt.Errorf("the app's log has no %q after a minute: %v\n%s", want, err, out)
+		}
+		time.Sleep(200 * time.Millisecond)
+	}
 }
 
 func (d *demo) exec(ctx context.Context) error {
 	d.t.section("Exec into the container")
-	d.t.note("What `crictl exec` does on a Windows node: an exec in the container's compute system.")
-	spec, err := d.task.Spec(ctx)
+	out, err := d.sh(ctx, "", d.tool("crictl"), "exec", "-s", d.app, testApp, "env")
 	if err != nil {
 		return err
 	}
-	p := *spec.Process
-	p.Args = []string{testApp, "env"}
-	d.t.call(fmt.Sprintf("task.Exec(ctx, \"env\", {Args: [%s env]}, stdout to the demo); Start; Wait", testApp))
-	out := &buffer{}
-	proc, err := d.task.Exec(ctx, "env", &p, cio.NewCreator(cio.WithStreams(nil, out, out), cio.WithFIFODir(filepath.Join(d.dir, "fifo"))))
-	if err != nil {
-		return err
-	}
-	done, err := proc.Wait(ctx)
-	if err != nil {
-		return err
-	}
-	if err := proc.Start(ctx); err != nil {
-		return err
-	}
-	var st containerd.ExitStatus
-	select {
-	case st = <-done:
-	case <-time.After(time.Minute):
-		return errors.New("the exec did not exit within a minute")
-	}
-	// The streams are drained once the process's IO is closed.
-	proc.IO().Wait()
-	if _, err := proc.Delete(ctx); err != nil {
-		return err
-	}
-	d.t.output(out.String())
-	d.t.output(fmt.Sprintf("(exit status %d)", st.ExitCode()))
-	if st.ExitCode() != 0 || !strings.Contains(out.String(), "GREETING=hello from the winproc demo") {
-		return fmt.Errorf("exec of env: exit %d, output without the container's environment", st.ExitCode())
+	if !strings.Contains(out, "GREETING=hello from the winproc demo") {
+		return errors.New("exec of env: the output lacks the container's environment")
 	}
 	return nil
 }
@@ -576,7 +505,7 @@ func (d *demo) portForward(ctx context.Context) error {
 		return err
 	}
 	ctx = namespaces.WithNamespace(ctx, namespace)
-	shimConn, err := d.node.DialShim(ctx, appID)
+	shimConn, err := d.node.DialShim(ctx, d.app)
 	if err != nil {
 		return err
 	}
@@ -628,16 +557,16 @@ func (d *demo) portForward(ctx context.Context) error {
 		return fmt.Errorf("through wincat: exit %d, answer %q", wait.ExitStatus, answer)
 	}
 	d.t.note("The app logged the request that came through wincat:")
-	d.t.output(d.appOut.String())
-	return nil
+	_, err = d.sh(ctx, "", d.tool("crictl"), "logs", "--tail", "1", d.app)
+	return err
 }
 
 func (d *demo) stats(ctx context.Context) error {
 	d.t.section("Statistics")
 	d.t.note("The pod's usage from the shim's sandbox API (SandboxMetrics: runhcs's Windows statistics),")
-	d.t.note("and the container's from the task API (what `crictl stats` reads on a Windows node).")
+	d.t.note("and the container's through CRI (`crictl stats`, from the same statistics of its task).")
 	ctx = namespaces.WithNamespace(ctx, namespace)
-	c, err := d.node.DialShim(ctx, appID)
+	c, err := d.node.DialShim(ctx, d.app)
 	if err != nil {
 		return err
 	}
@@ -652,16 +581,9 @@ func (d *demo) stats(ctx context.Context) error {
 		return err
 	}
 	d.t.output(pod)
-	d.t.call("task.Metrics(ctx)")
-	m, err := d.task.Metrics(ctx)
-	if err != nil {
+	if _, err := d.sh(ctx, "", d.tool("crictl"), "stats", "-o", "yaml", d.app); err != nil {
 		return err
 	}
-	app, err := windowsStats(m.Data)
-	if err != nil {
-		return err
-	}
-	d.t.output(app)
 	d.t.note("containerd's CRI built for Linux decodes pod statistics as cgroup metrics, not the Windows",
 		"statistics the shim reports, so `crictl statsp` is expected to fail here (containerd's",
 		"Windows CRI decodes Windows statistics; that has not been run):")
@@ -681,7 +603,7 @@ func (d *demo) stats(ctx context.Context) error {
 // bootstrapPath is where containerd records the address of the shim serving
 // the app container (and so the pod).
 func (d *demo) bootstrapPath() string {
-	return filepath.Join(d.node.Bundle(appID), "bootstrap.json")
+	return filepath.Join(d.node.Bundle(d.app), "bootstrap.json")
 }
 
 // windowsStats renders runhcs-format statistics.
@@ -710,29 +632,24 @@ func mib(b uint64) string { return fmt.Sprintf("%.1f MiB", float64(b)/(1<<20)) }
 func (d *demo) teardown(ctx context.Context) error {
 	d.t.section("Tear down")
 	d.t.note("Stop the app: for a Windows process SIGTERM is CTRL_SHUTDOWN_EVENT; Wine can deliver",
-		"console events only as SIGINT, so under the emulation the app sees CTRL_C_EVENT.")
-	done, err := d.task.Wait(ctx)
+		"console events only as SIGINT, so under the emulation the app sees CTRL_C_EVENT, handles it",
+		"and exits 0.")
+	if _, err := d.sh(ctx, "", d.tool("crictl"), "stop", "-t", "10", d.app); err != nil {
+		return err
+	}
+	out, err := d.quiet(ctx, d.tool("crictl"), "inspect", "-o", "go-template", "--template", "{{.status.state}} {{.status.exitCode}}", d.app)
 	if err != nil {
 		return err
 	}
-	d.t.call("task.Kill(ctx, SIGTERM); task.Wait(ctx)")
-	if err := d.task.Kill(ctx, syscall.SIGTERM); err != nil {
+	d.t.command(`crictl inspect -o go-template --template "{{.status.state}} {{.status.exitCode}}" ` + short(d.app))
+	d.t.output(out)
+	if strings.TrimSpace(out) != "CONTAINER_EXITED 0" {
+		return fmt.Errorf("after crictl stop the app is %q, want CONTAINER_EXITED 0", strings.TrimSpace(out))
+	}
+	if _, err := d.sh(ctx, "", d.tool("crictl"), "logs", "--tail", "1", d.app); err != nil {
 		return err
 	}
-	var st containerd.ExitStatus
-	select {
-	case st = <-done:
-	case <-time.After(time.Minute):
-		return errors.New("the app did not exit within a minute of SIGTERM")
-	}
-	d.task.IO().Wait()
-	d.t.output(lastLine(d.appOut.String()))
-	d.t.output(fmt.Sprintf("(exit status %d)", st.ExitCode()))
-	d.t.call("task.Delete(ctx); container.Delete(ctx, WithSnapshotCleanup)")
-	if _, err := d.task.Delete(ctx); err != nil {
-		return err
-	}
-	if err := d.container.Delete(ctx, containerd.WithSnapshotCleanup); err != nil {
+	if _, err := d.sh(ctx, "", d.tool("crictl"), "rm", d.app); err != nil {
 		return err
 	}
 	for _, args := range [][]string{{"stopp", d.pod}, {"rmp", d.pod}, {"pods"}} {
@@ -748,8 +665,6 @@ func (d *demo) teardown(ctx context.Context) error {
 	if len(left) > 0 {
 		return fmt.Errorf("after rmp these processes of the pod still run: %v", left)
 	}
-	d.client.Close()
-	d.client = nil
 
 	d.t.note("Stop containerd and the snapshotter as a service manager would (SIGTERM).")
 	for _, dm := range []*emulatednode.Daemon{d.containerd, d.snapshotter} {
@@ -794,9 +709,6 @@ func (d *demo) cleanup(failed, interrupted bool) error {
 		for i := len(d.cleanups) - 1; i >= 0; i-- {
 			d.cleanups[i]()
 		}
-	}
-	if d.client != nil {
-		d.client.Close()
 	}
 	var errs []error
 	for _, dm := range []*emulatednode.Daemon{d.containerd, d.snapshotter} {
@@ -896,22 +808,4 @@ func short(id string) string {
 		return id[:13]
 	}
 	return id
-}
-
-// buffer collects a process's output while it writes it.
-type buffer struct{ syncbuffer.Buffer }
-
-// waitFor waits until the output holds want.
-func (b *buffer) waitFor(ctx context.Context, want string, limit time.Duration) error {
-	deadline := time.Now().Add(limit)
-	for !strings.Contains(b.String(), want) {
-		if time.Now().After(deadline) {
-			return fmt.Errorf("the output never showed %q; it is:\n%s", want, b.String())
-		}
-		if err := ctx.Err(); err != nil {
-			return err
-		}
-		time.Sleep(50 * time.Millisecond)
-	}
-	return nil
 }
