@@ -147,16 +147,15 @@ func (d *demo) setup(ctx context.Context) error {
 		d.winBin = filepath.Join(dir, "bin", "windows")
 	}
 	path := d.bin + ":" + d.cfg.Tools + ":" + os.Getenv("PATH")
-	crictlConfig := filepath.Join(dir, "crictl.yaml")
 	d.env = append(os.Environ(),
 		"PATH="+path,
 		"CONTAINERD_ADDRESS="+filepath.Join(dir, "containerd.sock"),
 		"CONTAINERD_NAMESPACE="+namespace,
-		"CRI_CONFIG_FILE="+crictlConfig,
+		"CRI_CONFIG_FILE="+filepath.Join(dir, "crictl.yaml"),
 	)
 	d.node = emulatednode.New(emulatednode.Config{Dir: dir, Tools: d.cfg.Tools, Bin: d.bin, Options: d.options(), HostBuild: hostBuild, Env: d.env})
-	crictl := fmt.Sprintf("runtime-endpoint: unix://%s\nimage-endpoint: unix://%s\ntimeout: 60\n", d.node.Address, d.node.Address)
-	if err := os.WriteFile(crictlConfig, []byte(crictl), 0o644); err != nil {
+	crictl, err := d.node.WriteCrictlConfig()
+	if err != nil {
 		return err
 	}
 
@@ -172,7 +171,7 @@ func (d *demo) setup(ctx context.Context) error {
 	d.t.command("export CONTAINERD_ADDRESS=$PWD/containerd.sock CONTAINERD_NAMESPACE=k8s.io   # for ctr")
 	d.t.command("export CRI_CONFIG_FILE=$PWD/crictl.yaml   # for crictl")
 	d.t.command("cat crictl.yaml")
-	d.t.output(crictl)
+	d.t.output(string(crictl))
 	return nil
 }
 

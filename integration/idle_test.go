@@ -4,7 +4,6 @@ package integration
 
 import (
 	"context"
-	"encoding/json"
 	"fmt"
 	"os"
 	"path/filepath"
@@ -50,14 +49,8 @@ func cpuOf(pids []int) time.Duration {
 // in, from the system's state.
 func siloCgroup(t *testing.T, n *node.Node, id string) string {
 	t.Helper()
-	b, err := os.ReadFile(filepath.Join(n.EmulationRoot(), id, "state.json"))
-	if err != nil {
-		t.Fatal(err)
-	}
 	var st struct{ Cgroup string }
-	if err := json.Unmarshal(b, &st); err != nil {
-		t.Fatal(err)
-	}
+	readJSON(t, filepath.Join(n.EmulationRoot(), id, "state.json"), &st)
 	if st.Cgroup == "" {
 		t.Fatal("the pod's compute system has no cgroup")
 	}

@@ -73,6 +73,18 @@ func writeJSON(t *testing.T, name string, v any) string {
 	return p
 }
 
+// readJSON decodes the JSON file at path into v.
+func readJSON(t *testing.T, path string, v any) {
+	t.Helper()
+	b, err := os.ReadFile(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := json.Unmarshal(b, v); err != nil {
+		t.Fatalf("%s: %v", path, err)
+	}
+}
+
 // runPod runs a pod with the winproc handler and returns its ID; the test's
 // end stops and removes it if the test did not.
 func runPod(t *testing.T, n *node.Node, name string) string {

@@ -139,8 +139,9 @@ func (p *program) alloc(args []string) int {
 }
 
 func (p *program) sleep(args []string) int {
-	fs := p.flagSet("sleep", "-seconds N")
+	fs := p.flagSet("sleep", "-seconds N [-ignore-events]")
 	seconds := fs.Float64("seconds", 0, "how long to sleep; 0 sleeps until a console event")
+	ignore := fs.Bool("ignore-events", false, "report console events and sleep on, as an app that only a kill stops")
 	if c := p.parse(fs, args); c >= 0 {
 		return c
 	}
@@ -157,12 +158,17 @@ func (p *program) sleep(args []string) int {
 		timeout = t.C
 	}
 	fmt.Fprintln(p.stdout, "ready")
-	select {
-	case sig := <-events:
-		fmt.Fprintf(p.stdout, "got %s\n", eventName(sig))
-	case <-timeout:
+	for {
+		select {
+		case sig := <-events:
+			fmt.Fprintf(p.stdout, "got %s\n", eventName(sig))
+			if !*ignore {
+				return 0
+			}
+		case <-timeout:
+			return 0
+		}
 	}
-	return 0
 }
 
 // maxSeconds bounds -seconds; far beyond any test, and within a Duration.

@@ -76,7 +76,9 @@ commands:
   console [-exit-code N]   wait for a console control event, then exit with N
   burn -seconds N          burn CPU on one core for N seconds
   alloc -mb N              allocate and touch N MiB, hold it until a console event
-  sleep -seconds N         wait N seconds (0: until a console event)
+  sleep -seconds N [-ignore-events]
+                           wait N seconds (0: until a console event; with
+                           -ignore-events, only the time or a kill ends it)
 `
 
 var commands = map[string]func(*program, []string) int{

@@ -264,6 +264,7 @@ func TestWaitingCommands(t *testing.T) {
 		{"sleep forever", []string{"sleep", "-seconds", "0"}, syscall.SIGTERM, 0, "ready\ngot CTRL_SHUTDOWN_EVENT\n", false},
 		{"sleep interrupted", []string{"sleep", "-seconds", "3600"}, os.Interrupt, 0, "ready\ngot CTRL_C_EVENT\n", false},
 		{"sleep ends", []string{"sleep", "-seconds", "0.05"}, nil, 0, "ready\n", false},
+		{"sleep ignores events", []string{"sleep", "-seconds", "0.5", "-ignore-events"}, os.Interrupt, 0, "ready\ngot CTRL_C_EVENT\n", false},
 		{"alloc", []string{"alloc", "-mb", "4"}, os.Interrupt, 0, "holding 4 MiB\nready\ngot CTRL_C_EVENT\n", false},
 		{"burn ends", []string{"burn", "-seconds", "0.1"}, nil, 0, "ready\nburned cpu=", true},
 		{"burn interrupted", []string{"burn", "-seconds", "3600"}, os.Interrupt, 0, "ready\ngot CTRL_C_EVENT\nburned cpu=", true},

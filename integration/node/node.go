@@ -123,6 +123,9 @@ func StartWith(t testing.TB, bins string, opts Options) *Node {
 	if _, err := n.WriteConfig(); err != nil {
 		t.Fatal(err)
 	}
+	if _, err := n.WriteCrictlConfig(); err != nil {
+		t.Fatal(err)
+	}
 	n.startSnapshotter(t)
 	n.startContainerd(t)
 	return n
@@ -207,8 +210,7 @@ func (n *Node) CrictlCommand(ctx context.Context, args ...string) *exec.Cmd {
 }
 
 func (n *Node) crictlArgs(args []string) []string {
-	endpoint := "unix://" + n.Address
-	return append([]string{"--runtime-endpoint", endpoint, "--image-endpoint", endpoint, "--timeout", "60s"}, args...)
+	return append([]string{"--config", n.CrictlConfigPath}, args...)
 }
 
 // CollectGarbage runs containerd's garbage collector now and waits for it:

@@ -79,6 +79,9 @@ type Node struct {
 	Address            string // containerd's socket
 	SnapshotterAddress string
 	ConfigPath         string
+	// CrictlConfigPath is crictl's config for the node (its endpoints),
+	// which WriteCrictlConfig writes: CRI_CONFIG_FILE or --config.
+	CrictlConfigPath string
 }
 
 // New lays a node out below cfg.Dir; nothing is started.
@@ -91,6 +94,7 @@ func New(cfg Config) *Node {
 		Address:            filepath.Join(cfg.Dir, "containerd.sock"),
 		SnapshotterAddress: filepath.Join(cfg.Dir, "snapshotter.sock"),
 		ConfigPath:         filepath.Join(cfg.Dir, "config.toml"),
+		CrictlConfigPath:   filepath.Join(cfg.Dir, "crictl.yaml"),
 	}
 }
 
@@ -114,6 +118,13 @@ func (n *Node) WriteConfig() ([]byte, error) {
 		return nil, err
 	}
 	return config, os.WriteFile(n.ConfigPath, config, 0o600)
+}
+
+// WriteCrictlConfig writes crictl's config for the node to
+// CrictlConfigPath and returns it.
+func (n *Node) WriteCrictlConfig() ([]byte, error) {
+	config := fmt.Appendf(nil, "runtime-endpoint: unix://%s\nimage-endpoint: unix://%s\ntimeout: 60\n", n.Address, n.Address)
+	return config, os.WriteFile(n.CrictlConfigPath, config, 0o644)
 }
 
 // SnapshotterArgv is the command line of the node's winproc-snapshotter.

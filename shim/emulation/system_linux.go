@@ -206,6 +206,13 @@ func (s *system) Start(ctx context.Context) error {
 		s.st.ServerStart = pst.start
 	}
 	s.st.ServerDir = serverDir
+	if err := s.boot(ctx); err != nil {
+		cmd.Process.Kill()
+		<-exited
+		err = fmt.Errorf("emulation: system %s: %w", s.id, err)
+		s.finishLocked(err)
+		return err
+	}
 	if err := saveState(s.dir, s.st); err != nil {
 		cmd.Process.Kill()
 		<-exited
@@ -214,6 +221,43 @@ func (s *system) Start(ctx context.Context) error {
 	}
 	s.phase = phaseRunning
 	s.startMonitor(exited)
+	return nil
+}
+
+// bootLog is the file, in the system's directory, that holds wineboot's
+// output.
+const bootLog = "wineboot.log"
+
+// boot runs `wineboot --init` as the silo's first process, as a Windows
+// silo starts its system processes when it starts: the first process of a
+// wineserver starts wineboot, which starts services.exe and the services it
+// runs, and they inherit its stderr. Were that a container process's, they
+// would hold its output open until the silo ends, and its Wait would end
+// only at outputDrainTimeout. Output goes to a file: a pipe would stay open
+// as long as they run.
+func (s *system) boot(ctx context.Context) error {
+	ctx, cancel := context.WithTimeout(ctx, serverStartTimeout)
+	defer cancel()
+	logPath := filepath.Join(s.dir, bootLog)
+	out, err := os.Create(logPath)
+	if err != nil {
+		return err
+	}
+	defer out.Close()
+	env, _ := processEnv(nil, s.prefix)
+	cmd := exec.CommandContext(ctx, s.b.setarch, "-R", s.b.wine, "wineboot.exe", "--init")
+	cmd.Env, cmd.Dir = env, s.cdir
+	cmd.Stdout, cmd.Stderr = out, out
+	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
+	if err := startIn(s.st.Cgroup, cmd, s.b.reaper.start); err != nil {
+		return fmt.Errorf("start wineboot: %w", err)
+	}
+	err = cmd.Wait()
+	s.b.reaper.waited(cmd.Process.Pid)
+	if err != nil {
+		b, _ := os.ReadFile(logPath)
+		return fmt.Errorf("wineboot --init: %w: %s", err, bytes.TrimSpace(b))
+	}
 	return nil
 }
 
