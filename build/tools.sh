@@ -5,6 +5,9 @@
 # DIR/bin/windows for the Windows node under Wine (integration/winenode). A
 # tool already built at the pinned version is kept.
 #
+# DIR/bin/cni holds the CNI plugins the emulated node gives pods their
+# networks with: bridge, host-local and loopback from containernetworking/plugins.
+#
 # containerd-wincri is that containerd with build/containerd-wincri.patch, a
 # tool of the emulated node that never ships: its CRI, built for Linux, then
 # makes Windows container specs as the Windows build does
@@ -16,6 +19,8 @@ set -euo pipefail
 dir=${1:?usage: tools.sh DIR}
 containerd_version=v2.4.2
 crictl_version=v1.36.0
+# The version containerd v2.4.2 itself requires.
+cni_plugins_version=v1.9.1
 mkdir -p "$dir/bin"
 dir=$(cd "$dir" && pwd)
 export GOFLAGS=-mod=mod CGO_ENABLED=0
@@ -32,6 +37,16 @@ if ! stamp containerd $containerd_version || ! stamp ctr $containerd_version || 
 		github.com/containerd/containerd/v2/cmd/ctr@$containerd_version \
 		github.com/containerd/containerd/v2/cmd/containerd-shim-runc-v2@$containerd_version
 	for b in containerd ctr containerd-shim-runc-v2; do mark $b $containerd_version; done
+fi
+
+if ! stamp cni/bridge $cni_plugins_version || ! stamp cni/host-local $cni_plugins_version || ! stamp cni/loopback $cni_plugins_version; then
+	echo "tools: building CNI plugins $cni_plugins_version"
+	mkdir -p "$dir/bin/cni"
+	GOBIN=$dir/bin/cni go install \
+		github.com/containernetworking/plugins/plugins/main/bridge@$cni_plugins_version \
+		github.com/containernetworking/plugins/plugins/ipam/host-local@$cni_plugins_version \
+		github.com/containernetworking/plugins/plugins/main/loopback@$cni_plugins_version
+	for b in bridge host-local loopback; do mark cni/$b $cni_plugins_version; done
 fi
 
 containerd_module() {

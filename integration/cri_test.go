@@ -104,7 +104,11 @@ func waitLog(t *testing.T, n *node.Node, id, want string) {
 // their rotation, exec (-s, -i, -it), stats, statsp, port-forward, stop
 // (the app handles its console event and exits 0) and rm.
 func TestCRIContainerLifecycle(t *testing.T) {
-	n := node.Start(t, bins)
+	forEachSandboxer(t, criContainerLifecycle)
+}
+
+func criContainerLifecycle(t *testing.T, sandboxer string) {
+	n := node.StartWith(t, bins, node.Options{Sandboxer: sandboxer})
 	importPauseImage(t, n, node.HostBuild+".1", false)
 	importTestApp(t, n)
 	pod := runPod(t, n, "cri")
@@ -247,7 +251,11 @@ func TestCRIContainerLifecycle(t *testing.T) {
 // that ignores its console event: crictl stop waits out the grace period,
 // then the container is killed.
 func TestCRIAttachAndStopAtDeadline(t *testing.T) {
-	n := node.Start(t, bins)
+	forEachSandboxer(t, criAttachAndStopAtDeadline)
+}
+
+func criAttachAndStopAtDeadline(t *testing.T, sandboxer string) {
+	n := node.StartWith(t, bins, node.Options{Sandboxer: sandboxer})
 	importPauseImage(t, n, node.HostBuild+".1", false)
 	importTestApp(t, n)
 	pod := runPod(t, n, "attach")
@@ -292,6 +300,15 @@ func TestCRIAttachAndStopAtDeadline(t *testing.T) {
 	crictl(t, n, "stopp", pod)
 	crictl(t, n, "rmp", pod)
 	requireNoPodLeft(t, n, pod)
+}
+
+// forEachSandboxer runs test in a subtest per sandboxer of the winproc
+// handler: "shim" (the shim owns the pod through the sandbox API) and
+// "podsandbox" (containerd runs the pause container as a task).
+func forEachSandboxer(t *testing.T, test func(t *testing.T, sandboxer string)) {
+	for _, sandboxer := range []string{"shim", "podsandbox"} {
+		t.Run(sandboxer, func(t *testing.T) { test(t, sandboxer) })
+	}
 }
 
 // waitExited waits until CRI reports the container exited with code.

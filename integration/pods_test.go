@@ -44,18 +44,33 @@ func importPauseImage(t *testing.T, n *node.Node, osVersion string, noUnpack boo
 	}
 }
 
-// podConfig writes a CRI pod config for crictl. The pod uses the host's
-// network: this machine has no CNI.
+// podConfig writes a CRI pod config for crictl, for a pod on the host's
+// network.
 func podConfig(t *testing.T, name string) string {
 	t.Helper()
+	return writeJSON(t, name+".json", podSpec(t, name, true))
+}
+
+// networkedPodConfig writes a CRI pod config for a pod with a network of
+// its own: a network namespace with an address from the node's CNI bridge.
+func networkedPodConfig(t *testing.T, name string) string {
+	t.Helper()
+	return writeJSON(t, name+".json", podSpec(t, name, false))
+}
+
+func podSpec(t *testing.T, name string, hostNetwork bool) map[string]any {
 	cfg := map[string]any{
 		"metadata":      map[string]any{"name": name, "namespace": "default", "uid": "uid-" + name},
 		"hostname":      name,
 		"log_directory": t.TempDir(),
 		"dns_config":    map[string]any{"servers": []string{"10.0.0.10"}, "searches": []string{"default.svc.cluster.local"}},
-		"linux":         map[string]any{"security_context": map[string]any{"namespace_options": map[string]any{"network": 2}}},
 	}
-	return writeJSON(t, name+".json", cfg)
+	if hostNetwork {
+		// containerd's CRI built for Linux reads the host network from
+		// the Linux namespace options (NODE is 2).
+		cfg["linux"] = map[string]any{"security_context": map[string]any{"namespace_options": map[string]any{"network": 2}}}
+	}
+	return cfg
 }
 
 // writeJSON writes v as JSON to a file name in a temporary directory and
@@ -89,8 +104,14 @@ func readJSON(t *testing.T, path string, v any) {
 // end stops and removes it if the test did not.
 func runPod(t *testing.T, n *node.Node, name string) string {
 	t.Helper()
+	return runPodWith(t, n, name, podConfig(t, name))
+}
+
+// runPodWith is runPod with the pod config at cfg.
+func runPodWith(t *testing.T, n *node.Node, name, cfg string) string {
+	t.Helper()
 	ctx := context.Background()
-	out, err := n.Crictl(ctx, "runp", "--runtime", "winproc", podConfig(t, name))
+	out, err := n.Crictl(ctx, "runp", "--runtime", "winproc", cfg)
 	if err != nil {
 		t.Fatalf("runp %s: %v", name, err)
 	}

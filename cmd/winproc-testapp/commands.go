@@ -3,6 +3,7 @@ package main
 import (
 	"fmt"
 	"io"
+	"net/http"
 	"os"
 	"runtime"
 	"slices"
@@ -179,4 +180,33 @@ func secondsDuration(s float64) (time.Duration, error) {
 		return 0, fmt.Errorf("invalid -seconds %v: want 0..%v", s, maxSeconds)
 	}
 	return time.Duration(s * float64(time.Second)), nil
+}
+
+// getTimeout bounds a get.
+const getTimeout = 30 * time.Second
+
+func (p *program) get(args []string) int {
+	fs := p.flagSet("get", "URL")
+	if err := fs.Parse(args); err != nil {
+		return flagError(err)
+	}
+	if fs.NArg() != 1 {
+		return p.usageError(fs, "want one URL, got %d arguments", fs.NArg())
+	}
+	client := &http.Client{Timeout: getTimeout}
+	resp, err := client.Get(fs.Arg(0))
+	if err != nil {
+		fmt.Fprintf(p.stderr, "%s: get: %v\n", name, err)
+		return 1
+	}
+	defer resp.Body.Close()
+	if _, err := io.Copy(p.stdout, resp.Body); err != nil {
+		fmt.Fprintf(p.stderr, "%s: get: %v\n", name, err)
+		return 1
+	}
+	if resp.StatusCode/100 != 2 {
+		fmt.Fprintf(p.stderr, "%s: get: %s\n", name, resp.Status)
+		return 1
+	}
+	return 0
 }

@@ -70,6 +70,7 @@ const usage = `usage: ` + name + ` [-version] <command> [flags]
 
 commands:
   serve [-addr host:port]  serve HTTP: / /env /healthz /exit?code=N /burn?ms=N /alloc?mb=N
+  get URL                  print the body at URL (exit 1 unless 2xx)
   echo                     copy stdin to stdout until EOF
   exit N                   exit with status N (0..255)
   env                      print the environment sorted, then cwd= and user=
@@ -83,6 +84,7 @@ commands:
 
 var commands = map[string]func(*program, []string) int{
 	"serve":   (*program).serve,
+	"get":     (*program).get,
 	"echo":    (*program).echo,
 	"exit":    (*program).exit,
 	"env":     (*program).env,

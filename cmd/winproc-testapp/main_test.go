@@ -56,6 +56,8 @@ func TestUsage(t *testing.T) {
 		{"alloc negative", []string{"alloc", "-mb", "-1"}, 2, []string{"invalid -mb -1: want 0..16384"}},
 		{"serve unknown flag", []string{"serve", "-port", "80"}, 2, []string{"flag provided but not defined: -port", "usage: winproc-testapp serve [-addr host:port]"}},
 		{"serve bad addr", []string{"serve", "-addr", "127.0.0.1:99999"}, 1, []string{"winproc-testapp: serve: "}},
+		{"get no URL", []string{"get"}, 2, []string{"want one URL, got 0 arguments", "usage: winproc-testapp get URL"}},
+		{"get unreachable", []string{"get", "http://127.0.0.1:1/"}, 1, []string{"winproc-testapp: get: "}},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -364,5 +366,16 @@ func TestServeAddrInUse(t *testing.T) {
 	code, stdout, stderr := runArgs(t, "", "serve", "-addr", addr)
 	if code != 1 || stdout != "" || !strings.Contains(stderr, "winproc-testapp: serve: ") {
 		t.Errorf("second serve on %s: %d, %q, %q; want 1 and an error", addr, code, stdout, stderr)
+	}
+}
+
+func TestGet(t *testing.T) {
+	s := start(t, "serve", "-addr", "127.0.0.1:0")
+	addr := waitLine(t, s.stdout, "listening on ", s.done, 10*time.Second)
+	if code, stdout, stderr := runArgs(t, "", "get", "http://"+addr+"/healthz"); code != 0 || stdout != "ok" || stderr != "" {
+		t.Errorf("get /healthz: %d %q %q", code, stdout, stderr)
+	}
+	if code, _, stderr := runArgs(t, "", "get", "http://"+addr+"/missing"); code != 1 || !strings.Contains(stderr, "404 Not Found") {
+		t.Errorf("get /missing: %d %q", code, stderr)
 	}
 }

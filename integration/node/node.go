@@ -47,6 +47,15 @@ type Node struct {
 	owner       testing.TB
 	containerd  *daemon
 	snapshotter *daemon
+	// logs are the logs of every daemon the node started, named, shown
+	// when the owner has failed once the node is gone: its last checks
+	// (leftovers) may fail it too.
+	logs []namedLog
+}
+
+type namedLog struct {
+	name string
+	log  *syncbuffer.Buffer
 }
 
 // Options change how a node runs; the zero value is what most tests want.
@@ -62,6 +71,9 @@ type Options struct {
 	// whose CRI makes Windows container specs: for the tests that prove
 	// the generated config and pods against containerd as shipped.
 	StockContainerd bool
+	// Sandboxer is the winproc handler's sandboxer: "shim" when empty, or
+	// "podsandbox".
+	Sandboxer string
 }
 
 // Start brings up containerd and the snapshotter. bins holds the project's
@@ -93,6 +105,7 @@ func StartWith(t testing.TB, bins string, opts Options) *Node {
 			Options:   options.Options{WineTemplatePrefix: os.Getenv(winetest.PrefixEnv), PauseImage: PauseImage},
 			HostBuild: HostBuild,
 			LogLevel:  opts.LogLevel,
+			Sandboxer: opts.Sandboxer,
 		}),
 		owner: t,
 	}
@@ -101,6 +114,11 @@ func StartWith(t testing.TB, bins string, opts Options) *Node {
 	t.Cleanup(func() {
 		if _, err := n.Clean(); err != nil {
 			t.Errorf("the node's leftovers: %v", err)
+		}
+		if t.Failed() {
+			for _, l := range n.logs {
+				t.Logf("%s log:\n%s", l.name, l.log.String())
+			}
 		}
 	})
 	if opts.SnapshotterDiskBytes > 0 {
@@ -265,12 +283,8 @@ func (n *Node) startDaemon(t testing.TB, name string, argv []string) *daemon {
 	if d.Daemon, err = n.Start(name, d.log, argv); err != nil {
 		t.Fatal(err)
 	}
-	n.owner.Cleanup(func() {
-		d.stop(n.owner)
-		if n.owner.Failed() {
-			n.owner.Logf("%s log:\n%s", name, d.log.String())
-		}
-	})
+	n.logs = append(n.logs, namedLog{name, d.log})
+	n.owner.Cleanup(func() { d.stop(n.owner) })
 	return d
 }
 

@@ -10,6 +10,7 @@ package emulatednode
 
 import (
 	"bytes"
+	"cmp"
 	"context"
 	"encoding/json"
 	"errors"
@@ -60,6 +61,10 @@ type Config struct {
 	// WinCRIContainerd when empty, for containers through CRI, or
 	// StockContainerd.
 	Containerd string
+	// Sandboxer is the winproc handler's: "shim" when empty, or
+	// "podsandbox" (containerd-wincri only: the stock Linux build gives a
+	// pod's pause container a Linux spec).
+	Sandboxer string
 	// Options are the winproc handler's runtime options.
 	Options options.Options
 	// HostBuild is the Windows build the snapshotter claims.
@@ -79,6 +84,9 @@ type Node struct {
 	Address            string // containerd's socket
 	SnapshotterAddress string
 	ConfigPath         string
+	// PodSubnet is where the node's pods get their addresses from; set by
+	// WriteConfig.
+	PodSubnet *net.IPNet
 	// CrictlConfigPath is crictl's config for the node (its endpoints),
 	// which WriteCrictlConfig writes: CRI_CONFIG_FILE or --config.
 	CrictlConfigPath string
@@ -112,10 +120,16 @@ func (n *Node) WriteConfig() ([]byte, error) {
 		ShimSocketDir:         filepath.Join(n.Dir, "s"),
 		SnapshotterAddress:    n.SnapshotterAddress,
 		Handler:               Handler,
-		Sandboxer:             "shim",
+		Sandboxer:             cmp.Or(n.Sandboxer, "shim"),
+		CNIBinDirs:            []string{filepath.Join(n.Tools, CNIBinDir)},
+		CNIConfDir:            n.cniConfDir(),
+		NetNSUnderState:       true,
 	})
 	if err != nil {
 		return nil, err
+	}
+	if err := n.writeCNIConfig(); err != nil {
+		return nil, fmt.Errorf("pod network: %w", err)
 	}
 	return config, os.WriteFile(n.ConfigPath, config, 0o600)
 }
@@ -353,6 +367,9 @@ func (n *Node) Clean() (killed []int, err error) {
 			syscall.Unmount(m, syscall.MNT_DETACH)
 		}
 		errs = append(errs, fmt.Errorf("unmounted mounts left behind: %v", mounts))
+	}
+	if err := n.removeBridge(); err != nil {
+		errs = append(errs, fmt.Errorf("remove the pod network's bridge: %w", err))
 	}
 	if err := os.RemoveAll(n.Dir); err != nil {
 		errs = append(errs, err)

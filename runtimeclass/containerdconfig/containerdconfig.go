@@ -10,6 +10,7 @@ package containerdconfig
 
 import (
 	"bytes"
+	"cmp"
 	"fmt"
 
 	"github.com/pelletier/go-toml/v2"
@@ -38,6 +39,13 @@ type Node struct {
 	Sandboxer string
 	// Options are the shim's runtime options.
 	Options options.Options
+	// CNIBinDirs and CNIConfDir, when set, are where containerd's CRI finds
+	// CNI plugins and network configs (default: containerd's).
+	CNIBinDirs []string
+	CNIConfDir string
+	// NetNSUnderState has containerd mount pods' network namespaces below
+	// its state directory instead of /var/run/netns (Linux only).
+	NetNSUnderState bool
 	// DisablePauseImagePull keeps containerd from pulling the pause image
 	// before each pod, for nodes whose pause image is imported (no
 	// registry) or pinned by the operator.
@@ -65,6 +73,11 @@ type file struct {
 
 type grpcSection struct {
 	Address string `toml:"address"`
+}
+
+type cniSection struct {
+	BinDirs []string `toml:"bin_dirs,omitempty"`
+	ConfDir string   `toml:"conf_dir,omitempty"`
 }
 
 type proxyPlugin struct {
@@ -178,6 +191,23 @@ func Generate(n Node) ([]byte, error) {
 				"unpack_config": unpackRules(n.OS),
 			},
 		},
+	}
+	if n.Sandboxer == "podsandbox" {
+		// containerd then creates the pause container itself, from the
+		// node's sandbox image rather than the handler's options.
+		f.Plugins["io.containerd.cri.v1.images"].(map[string]any)["pinned_images"] = map[string]string{
+			"sandbox": cmp.Or(n.Options.PauseImage, options.DefaultPauseImage),
+		}
+	}
+	criRuntime := f.Plugins["io.containerd.cri.v1.runtime"].(map[string]any)
+	if len(n.CNIBinDirs) > 0 || n.CNIConfDir != "" {
+		criRuntime["cni"] = cniSection{BinDirs: n.CNIBinDirs, ConfDir: n.CNIConfDir}
+	}
+	if n.NetNSUnderState {
+		if n.OS != "linux" {
+			return nil, fmt.Errorf("containerd config: network namespaces below the state directory are a Linux setting")
+		}
+		criRuntime["netns_mounts_under_state_dir"] = true
 	}
 	if n.OS == "linux" {
 		// Linux NRI leaves "linux": {} in every spec, even with no plugin,

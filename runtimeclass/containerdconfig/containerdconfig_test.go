@@ -96,6 +96,7 @@ func TestGenerateEmulationNode(t *testing.T) {
 	out, err := Generate(Node{
 		OS: "linux", Root: "/tmp/c/root", State: "/tmp/c/state", Address: "/tmp/c/containerd.sock", ShimSocketDir: "/tmp/c/s", DisablePauseImagePull: true,
 		SnapshotterAddress: "/tmp/c/snapshotter.sock", Handler: "winproc-test", Sandboxer: "podsandbox",
+		CNIBinDirs: []string{"/tools/cni"}, CNIConfDir: "/tmp/c/net.d", NetNSUnderState: true,
 	})
 	if err != nil {
 		t.Fatal(err)
@@ -115,6 +116,10 @@ func TestGenerateEmulationNode(t *testing.T) {
 		{[]string{"proxy_plugins", "windowsfilter", "address"}, "/tmp/c/snapshotter.sock"},
 		{[]string{"plugins", "io.containerd.cri.v1.runtime", "containerd", "runtimes", "winproc-test", "sandboxer"}, "podsandbox"},
 		{[]string{"plugins", "io.containerd.cri.v1.runtime", "containerd", "runtimes", "winproc-test", "disable_pause_image_pull"}, true},
+		// podsandbox: containerd makes the pause container from this image.
+		{[]string{"plugins", "io.containerd.cri.v1.images", "pinned_images", "sandbox"}, "registry.k8s.io/pause:3.10"},
+		{[]string{"plugins", "io.containerd.cri.v1.runtime", "cni", "conf_dir"}, "/tmp/c/net.d"},
+		{[]string{"plugins", "io.containerd.cri.v1.runtime", "netns_mounts_under_state_dir"}, true},
 		// Linux NRI would put a linux section in every Windows spec.
 		{[]string{"plugins", "io.containerd.nri.v1.nri", "disable"}, true},
 	}
@@ -122,6 +127,9 @@ func TestGenerateEmulationNode(t *testing.T) {
 		if got := lookup(tree, c.path); got != c.want {
 			t.Errorf("%s = %#v, want %#v", strings.Join(c.path, "."), got, c.want)
 		}
+	}
+	if dirs, _ := lookup(tree, []string{"plugins", "io.containerd.cri.v1.runtime", "cni", "bin_dirs"}).([]any); len(dirs) != 1 || dirs[0] != "/tools/cni" {
+		t.Errorf("cni bin_dirs = %v, want [/tools/cni]", dirs)
 	}
 	// On Linux no differ of containerd's applies Windows layers: ours goes
 	// in front of containerd's Linux chain, ["walking"], which stays whole.
@@ -134,10 +142,11 @@ func TestGenerateEmulationNode(t *testing.T) {
 func TestGenerateRejects(t *testing.T) {
 	good := Windows()
 	tests := map[string]func(*Node){
-		"no handler":     func(n *Node) { n.Handler = "" },
-		"no snapshotter": func(n *Node) { n.SnapshotterAddress = "" },
-		"bad sandboxer":  func(n *Node) { n.Sandboxer = "vm" },
-		"bad OS":         func(n *Node) { n.OS = "darwin" },
+		"no handler":       func(n *Node) { n.Handler = "" },
+		"no snapshotter":   func(n *Node) { n.SnapshotterAddress = "" },
+		"bad sandboxer":    func(n *Node) { n.Sandboxer = "vm" },
+		"bad OS":           func(n *Node) { n.OS = "darwin" },
+		"netns on windows": func(n *Node) { n.NetNSUnderState = true },
 	}
 	for name, mutate := range tests {
 		t.Run(name, func(t *testing.T) {

@@ -167,8 +167,8 @@ func checkSettings(ctx context.Context, s *compute.Settings) error {
 	if s.HostName != "" {
 		ignored = append(ignored, "hostname (Wine uses the host's)")
 	}
-	if s.Network.Namespace != "" || len(s.Network.Endpoints) > 0 || s.Network.SharedContainerName != "" || len(s.Network.DNSSearchList) > 0 {
-		ignored = append(ignored, "network (Wine uses the host's network stack)")
+	if s.Network.Namespace != "" && !isNetNSPath(s.Network.Namespace) || len(s.Network.Endpoints) > 0 || len(s.Network.DNSSearchList) > 0 {
+		ignored = append(ignored, "network other than a Linux network namespace (Wine uses that namespace's network stack)")
 	}
 	if s.SandboxSizeBytes != 0 {
 		ignored = append(ignored, "sandbox size (a directory has no size)")
@@ -241,6 +241,12 @@ func (b *Backend) Create(ctx context.Context, id string, s *compute.Settings) (_
 		Layers:         s.Layers,
 		Mapped:         s.MappedDirectories,
 		Resources:      s.Resources,
+	}
+	if isNetNSPath(s.Network.Namespace) {
+		if _, err := os.Stat(s.Network.Namespace); err != nil {
+			return nil, errInvalid("emulation: network namespace: %v", err)
+		}
+		st.NetNS = s.Network.Namespace
 	}
 	defer func() {
 		if retErr != nil {
@@ -469,6 +475,10 @@ var serverDirName = regexp.MustCompile(`^server-[0-9a-f]+-[0-9a-f]+$`)
 func teardown(ctx context.Context, dir string, st *persisted) error {
 	if st != nil && st.Cgroup != "" {
 		if err := removeCgroup(ctx, st.Cgroup); err != nil {
+			// The mounts go anyway: a busy one is detached.
+			if uerr := unmountAll(dir); uerr != nil {
+				return errors.Join(err, uerr)
+			}
 			return err
 		}
 	}

@@ -195,11 +195,17 @@ func killCgroup(path string) error {
 	return nil
 }
 
-// removeCgroup removes the cgroup at path, once its processes are gone;
-// killGrace bounds the wait. A cgroup that is gone is no error.
+// removeCgroup kills what is left in the cgroup at path and removes it once
+// its processes are gone; killGrace bounds the wait. A cgroup that is gone
+// is no error.
 func removeCgroup(ctx context.Context, path string) error {
 	ctx, cancel := context.WithTimeout(ctx, killGrace)
 	defer cancel()
+	// A process can outlive the scans that end a silo: one whose main
+	// thread has exited looks like a zombie while its other threads run.
+	if err := killCgroup(path); err != nil && !errors.Is(err, fs.ErrNotExist) {
+		return err
+	}
 	for {
 		err := unix.Rmdir(path)
 		switch {
@@ -210,7 +216,13 @@ func removeCgroup(ctx context.Context, path string) error {
 		}
 		select {
 		case <-ctx.Done():
-			return fmt.Errorf("remove the silo's cgroup %s: still in use: %w", path, ctx.Err())
+			var left []string
+			pids, _ := cgroupPIDs(path)
+			for _, pid := range pids {
+				st, _ := readStat(pid)
+				left = append(left, fmt.Sprintf("%d %s (%c)", pid, strings.Join(cmdline(pid), " "), st.state))
+			}
+			return fmt.Errorf("remove the silo's cgroup %s: still in use by %v: %w", path, left, ctx.Err())
 		case <-time.After(10 * time.Millisecond):
 		}
 	}

@@ -137,11 +137,19 @@ func siloMembers(cgroup, prefix string) ([]procStat, error) {
 	}
 	out := make([]procStat, 0, len(pids))
 	for _, pid := range pids {
-		if st, err := readStat(pid); err == nil && !st.gone() {
+		if st, err := readStat(pid); err == nil && (!st.gone() || threadsLeft(pid)) {
 			out = append(out, st)
 		}
 	}
 	return out, nil
+}
+
+// threadsLeft reports whether the process pid, whose main thread is a
+// zombie, still has other threads running (a Wine process can end its
+// main thread first): it is alive, and keeps its cgroup busy.
+func threadsLeft(pid int) bool {
+	tasks, err := os.ReadDir(fmt.Sprintf("/proc/%d/task", pid))
+	return err == nil && len(tasks) > 1
 }
 
 // siloProcesses returns the running processes of the silo whose prefix is

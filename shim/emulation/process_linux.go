@@ -213,7 +213,7 @@ func (s *system) CreateProcess(ctx context.Context, p *compute.ProcessSettings) 
 		childEnds = append(childEnds, w)
 	}
 
-	if err := startIn(s.st.Cgroup, cmd, s.b.reaper.start); err != nil {
+	if err := s.startProcess(cmd); err != nil {
 		return fail(fmt.Errorf("emulation: start %s: %w", program, err))
 	}
 	for _, f := range childEnds {

@@ -46,6 +46,9 @@ type persisted struct {
 	// ServerDir is the wineserver's socket directory (under /tmp), removed
 	// at teardown.
 	ServerDir string `json:"wineserverDir,omitempty"`
+	// NetNS is the Linux network namespace the silo's processes are
+	// started in (netns_linux.go), "" for the shim's own.
+	NetNS string `json:"netns,omitempty"`
 	// Cgroup is the silo's cgroup v2 directory (cgroup_linux.go), "" on a
 	// machine that offers none.
 	Cgroup string `json:"cgroup,omitempty"`

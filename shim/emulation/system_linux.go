@@ -171,7 +171,7 @@ func (s *system) Start(ctx context.Context) error {
 	cmd.Dir = s.dir
 	cmd.Stdout, cmd.Stderr = out, out
 	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
-	if err := startIn(s.st.Cgroup, cmd, s.b.reaper.start); err != nil {
+	if err := s.startProcess(cmd); err != nil {
 		err = fmt.Errorf("emulation: start wineserver: %w", err)
 		s.finishLocked(err)
 		return err
@@ -249,7 +249,7 @@ func (s *system) boot(ctx context.Context) error {
 	cmd.Env, cmd.Dir = env, s.cdir
 	cmd.Stdout, cmd.Stderr = out, out
 	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
-	if err := startIn(s.st.Cgroup, cmd, s.b.reaper.start); err != nil {
+	if err := s.startProcess(cmd); err != nil {
 		return fmt.Errorf("start wineboot: %w", err)
 	}
 	err = cmd.Wait()
@@ -470,6 +470,14 @@ func (s *system) Terminate(ctx context.Context) error {
 	}
 	s.phase = phaseStopping
 	s.mu.Unlock()
+	if s.st.Cgroup != "" {
+		// Everything in the silo at once, as a job object's termination.
+		if err := killCgroup(s.st.Cgroup); err != nil {
+			return err
+		}
+		s.poke()
+		return nil
+	}
 	procs, err := s.processes()
 	if err != nil {
 		return err
