@@ -78,8 +78,8 @@
 //   - hostNetwork (network mode NODE, in the Linux namespace options or the
 //     Windows ones, which the kubelet never sets) is accepted and recorded
 //     as Network.HostNetwork: containerd on Windows ignores it for
-//     non-HostProcess pods and still gives the pod an HCN namespace, and on
-//     Linux it is how host-network pods reach the emulation. The pod's
+//     non-HostProcess pods and still gives the pod an HCN namespace; on
+//     Linux, containerd then makes the pod no network namespace. The pod's
 //     network is whatever NetnsPath says.
 //   - HostProcess pods are refused with errdefs.ErrNotImplemented and a
 //     message saying to use a runhcs RuntimeClass; a HostProcess container

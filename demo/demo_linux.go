@@ -9,9 +9,11 @@ import (
 	"fmt"
 	"io"
 	"net"
+	"net/http"
 	"os"
 	"os/exec"
 	"path/filepath"
+	"strconv"
 	"strings"
 	"time"
 
@@ -54,6 +56,7 @@ type demo struct {
 
 	snapshotter, containerd *emulatednode.Daemon
 	pod, app                string // the pod's and the app container's IDs
+	podIP                   net.IP
 	port                    int
 
 	// cleanups undo what the steps made, last first; each is harmless once
@@ -93,6 +96,7 @@ func Run(ctx context.Context, cfg Config) (err error) {
 		{"pod", d.runPod},
 		{"container", d.startContainer},
 		{"exec", d.exec},
+		{"pod network", d.podNetwork},
 		{"port-forward", d.portForward},
 		{"statistics", d.stats},
 		{"teardown", d.teardown},
@@ -365,8 +369,6 @@ func (d *demo) runPod(ctx context.Context) error {
 		"hostname":      podName,
 		"log_directory": filepath.Join(d.dir, "logs"),
 		"dns_config":    map[string]any{"servers": []string{"10.0.0.10"}, "searches": []string{"default.svc.cluster.local"}},
-		// Host network: this machine has no CNI.
-		"linux": map[string]any{"security_context": map[string]any{"namespace_options": map[string]any{"network": 2}}},
 	}
 	b, err := json.MarshalIndent(cfg, "", "  ")
 	if err != nil {
@@ -376,9 +378,11 @@ func (d *demo) runPod(ctx context.Context) error {
 		return err
 	}
 	d.t.note(
-		"A host-network pod (this machine has no CNI). The runtime handler winproc sends it to",
+		"A pod with a network of its own: containerd makes it a network namespace, where the node's",
+		"CNI (bridge, host-local) gives it an address. The runtime handler winproc sends the pod to",
 		"containerd-shim-winproc-v2's sandbox API, which prepares the pause image's rootfs and",
-		"starts C:\\pause.exe in the pod's compute system.",
+		"starts C:\\pause.exe in the pod's compute system, every process of which runs in that",
+		"namespace (on Windows: the pod's HNS namespace).",
 	)
 	d.t.command("cat pod.json")
 	d.t.output(string(b))
@@ -391,8 +395,17 @@ func (d *demo) runPod(ctx context.Context) error {
 		d.quiet(context.Background(), d.tool("crictl"), "stopp", d.pod)
 		d.quiet(context.Background(), d.tool("crictl"), "rmp", d.pod)
 	})
-	_, err = d.sh(ctx, "", d.tool("crictl"), "pods")
-	return err
+	if _, err = d.sh(ctx, "", d.tool("crictl"), "pods"); err != nil {
+		return err
+	}
+	ip, err := d.sh(ctx, "", d.tool("crictl"), "inspectp", "-o", "go-template", "--template", "{{.status.network.ip}}", d.pod)
+	if err != nil {
+		return err
+	}
+	if d.podIP = net.ParseIP(strings.TrimSpace(ip)); d.podIP == nil || !d.node.PodSubnet.Contains(d.podIP) {
+		return fmt.Errorf("the pod's address %q is not in the node's pod network %s", ip, d.node.PodSubnet)
+	}
+	return nil
 }
 
 func (d *demo) startContainer(ctx context.Context) error {
@@ -409,7 +422,7 @@ func (d *demo) startContainer(ctx context.Context) error {
 	container, err := json.Marshal(map[string]any{
 		"metadata": map[string]any{"name": "app"},
 		"image":    map[string]any{"image": appRef},
-		"command":  []string{testApp, "serve", "-addr", fmt.Sprintf("127.0.0.1:%d", d.port)},
+		"command":  []string{testApp, "serve", "-addr", fmt.Sprintf("0.0.0.0:%d", d.port)},
 		"envs":     []map[string]string{{"key": "GREETING", "value": "hello from the winproc demo"}},
 		"log_path": "app.log",
 	})
@@ -489,6 +502,74 @@ func (d *demo) exec(ctx context.Context) error {
 		return errors.New("exec of env: the output lacks the container's environment")
 	}
 	return nil
+}
+
+func (d *demo) podNetwork(ctx context.Context) error {
+	d.t.section("The pod's network")
+	url := fmt.Sprintf("http://%s/", net.JoinHostPort(d.podIP.String(), fmt.Sprint(d.port)))
+	d.t.note("The app listens in the pod's namespace; the host reaches it at the pod's address (the way",
+		"containerd 2.x on Windows port-forwards):")
+	d.t.call("http.Get(" + strconv.Quote(url) + ")")
+	body, err := httpGet(ctx, url)
+	if err != nil {
+		return err
+	}
+	d.t.output(body)
+	if !strings.Contains(body, "hello from winproc-testapp") {
+		return fmt.Errorf("the app at the pod's address answered %q", body)
+	}
+
+	local, err := freePort()
+	if err != nil {
+		return err
+	}
+	d.t.note("`crictl port-forward`: containerd's streaming server, built for Linux, dials localhost",
+		"inside the pod's namespace.")
+	display := d.t.shellLine([]string{d.tool("crictl"), "port-forward", d.pod, fmt.Sprintf("%d:%d", local, d.port)}) + " &"
+	d.t.command(display)
+	fctx, cancel := context.WithCancel(ctx)
+	defer cancel()
+	forward := exec.CommandContext(fctx, d.tool("crictl"), "port-forward", d.pod, fmt.Sprintf("%d:%d", local, d.port))
+	forward.Dir, forward.Env = d.dir, d.env
+	if err := forward.Start(); err != nil {
+		return err
+	}
+	defer func() {
+		cancel()
+		forward.Wait()
+	}()
+	localURL := fmt.Sprintf("http://127.0.0.1:%d/", local)
+	d.t.call("http.Get(" + strconv.Quote(localURL) + ")")
+	deadline := time.Now().Add(30 * time.Second)
+	for {
+		body, err = httpGet(ctx, localURL)
+		if err == nil || time.Now().After(deadline) {
+			break
+		}
+		time.Sleep(100 * time.Millisecond)
+	}
+	if err != nil {
+		return fmt.Errorf("through crictl port-forward: %w", err)
+	}
+	d.t.output(body)
+	return nil
+}
+
+// httpGet returns the body at url.
+func httpGet(ctx context.Context, url string) (string, error) {
+	ctx, cancel := context.WithTimeout(ctx, 10*time.Second)
+	defer cancel()
+	req, err := http.NewRequestWithContext(ctx, http.MethodGet, url, nil)
+	if err != nil {
+		return "", err
+	}
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		return "", err
+	}
+	defer resp.Body.Close()
+	b, err := io.ReadAll(resp.Body)
+	return string(b), err
 }
 
 func (d *demo) portForward(ctx context.Context) error {
