@@ -203,6 +203,7 @@ func criContainerLifecycle(t *testing.T, sandboxer string) {
 
 	crictl(t, n, "stats", ctr)
 	checkPodStats(t, n, pod, ctr)
+	checkRuntimeAndImages(t, n)
 
 	// port-forward: containerd's streaming server reaches the app.
 	local := freePort(t)
@@ -281,6 +282,15 @@ func criAttachAndStopAtDeadline(t *testing.T, sandboxer string) {
 		containerConfig(t, "stubborn", testAppImage, []string{testApp, "sleep", "-seconds", "0", "-ignore-events"}, nil), podCfg))
 	crictl(t, n, "start", stubborn)
 	waitLog(t, n, stubborn, "ready")
+	// crictl events: the container events a kubelet's evented PLEG reads.
+	ectx, ecancel := context.WithCancel(context.Background())
+	events := n.CrictlCommand(ectx, "events", "-o", "json")
+	eventLog := &output{}
+	events.Stdout, events.Stderr = eventLog, eventLog
+	if err := events.Start(); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { ecancel(); events.Wait() })
 	const grace = 3 * time.Second
 	begin := time.Now()
 	crictl(t, n, "stop", "-t", fmt.Sprint(grace.Seconds()), stubborn)
@@ -296,6 +306,11 @@ func criAttachAndStopAtDeadline(t *testing.T, sandboxer string) {
 		t.Errorf("the app never saw its console event; its log:\n%s", out)
 	}
 	t.Logf("stop -t %v took %v", grace.Seconds(), took.Round(time.Millisecond))
+	eventLog.waitFor(t, "CONTAINER_STOPPED_EVENT")
+	if !strings.Contains(eventLog.String(), stubborn) {
+		t.Errorf("the events do not name the stopped container:\n%s", eventLog.String())
+	}
+	ecancel()
 	crictl(t, n, "rm", echo, stubborn)
 	crictl(t, n, "stopp", pod)
 	crictl(t, n, "rmp", pod)
@@ -308,6 +323,55 @@ func criAttachAndStopAtDeadline(t *testing.T, sandboxer string) {
 func forEachSandboxer(t *testing.T, test func(t *testing.T, sandboxer string)) {
 	for _, sandboxer := range []string{"shim", "podsandbox"} {
 		t.Run(sandboxer, func(t *testing.T) { test(t, sandboxer) })
+	}
+}
+
+// checkRuntimeAndImages checks what the kubelet reads of the runtime and
+// its images: version, info (the runtime and the pod network ready),
+// imagefsinfo, images, inspecti and rmi.
+func checkRuntimeAndImages(t *testing.T, n *node.Node) {
+	t.Helper()
+	if out := crictl(t, n, "version"); !strings.Contains(out, "RuntimeName:  containerd") || !strings.Contains(out, "RuntimeApiVersion:  v1") {
+		t.Errorf("version:\n%s", out)
+	}
+	var info struct {
+		Status struct {
+			Conditions []struct {
+				Type   string
+				Status bool
+			}
+		}
+	}
+	crictlJSON(t, n, &info, "info", "-o", "json")
+	ready := map[string]bool{}
+	for _, c := range info.Status.Conditions {
+		ready[c.Type] = c.Status
+	}
+	if !ready["RuntimeReady"] || !ready["NetworkReady"] {
+		t.Errorf("info: conditions %+v, want RuntimeReady and NetworkReady (the node's CNI)", info.Status.Conditions)
+	}
+	var fs struct {
+		Status struct{ ImageFilesystems []any }
+	}
+	if crictlJSON(t, n, &fs, "imagefsinfo", "-o", "json"); len(fs.Status.ImageFilesystems) == 0 {
+		t.Error("imagefsinfo lists no image file system")
+	}
+	var image struct {
+		Info struct {
+			ImageSpec struct{ OS string }
+		}
+	}
+	if crictlJSON(t, n, &image, "inspecti", "-o", "json", testAppImage); image.Info.ImageSpec.OS != "windows" {
+		t.Errorf("inspecti: the test app's image is for %q", image.Info.ImageSpec.OS)
+	}
+	const spare = "example.com/winproc/spare:test"
+	importTestAppAs(t, n, spare, node.HostBuild+".1")
+	if out := crictl(t, n, "images"); !strings.Contains(out, "example.com/winproc/spare") || !strings.Contains(out, "example.com/winproc/testapp") {
+		t.Errorf("images:\n%s", out)
+	}
+	crictl(t, n, "rmi", spare)
+	if out := crictl(t, n, "images"); strings.Contains(out, "example.com/winproc/spare") {
+		t.Errorf("after rmi, images:\n%s", out)
 	}
 }
 
