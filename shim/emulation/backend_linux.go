@@ -161,8 +161,8 @@ func checkSettings(ctx context.Context, s *compute.Settings) error {
 		return errInvalid("emulation: no scratch layer")
 	}
 	var ignored []string
-	if resourcesSet(s.Resources) {
-		ignored = append(ignored, "resource limits (recorded, not enforced)")
+	if u := unenforced(s.Resources, v1Hierarchies()); len(u) > 0 {
+		ignored = append(ignored, strings.Join(u, ", ")+" (recorded, not enforced)")
 	}
 	if s.HostName != "" {
 		ignored = append(ignored, "hostname (Wine uses the host's)")
@@ -258,6 +258,15 @@ func (b *Backend) Create(ctx context.Context, id string, s *compute.Settings) (_
 	if b.cgroups != nil {
 		st.Cgroup = b.cgroups.siloOf(dir)
 		if err := makeCgroup(st.Cgroup); err != nil {
+			return nil, fmt.Errorf("emulation: system %s: %w", id, err)
+		}
+	}
+	if resourcesSet(s.Resources) {
+		st.LimitCgroups, err = makeLimitCgroups(dir)
+		if err == nil {
+			err = applyLimits(s.Resources, st.LimitCgroups, b.HostCPUs())
+		}
+		if err != nil {
 			return nil, fmt.Errorf("emulation: system %s: %w", id, err)
 		}
 	}
@@ -394,6 +403,7 @@ func (b *Backend) Remove(ctx context.Context, id string) error {
 				st.Cgroup = c
 			}
 		}
+		st.LimitCgroups = existingLimitCgroups(dir)
 	}
 	if err := killSilo(ctx, st.Cgroup, filepath.Join(dir, prefixDir)); err != nil {
 		return fmt.Errorf("emulation: remove %s: %w", id, err)
@@ -484,6 +494,11 @@ func teardown(ctx context.Context, dir string, st *persisted) error {
 	}
 	if err := unmountAll(dir); err != nil {
 		return err
+	}
+	if st != nil {
+		if err := removeLimitCgroups(ctx, st.LimitCgroups); err != nil {
+			return err
+		}
 	}
 	if st != nil && st.ServerDir != "" && serverDirName.MatchString(filepath.Base(st.ServerDir)) {
 		for _, f := range []string{"socket", "lock"} {

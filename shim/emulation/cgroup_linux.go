@@ -128,8 +128,13 @@ func ownCgroup(pid int) (string, error) {
 // siloOf returns the absolute path of the cgroup a system in dir gets: one
 // per system directory, whoever makes it.
 func (t *cgroupTree) siloOf(dir string) string {
+	return filepath.Join(t.base, siloCgroupName(dir))
+}
+
+// siloCgroupName is the name of the cgroups of a system in dir.
+func siloCgroupName(dir string) string {
 	sum := sha256.Sum256([]byte(dir))
-	return filepath.Join(t.base, hex.EncodeToString(sum[:8]))
+	return hex.EncodeToString(sum[:8])
 }
 
 // holds reports whether pid (alive or a zombie) is in a silo's cgroup.

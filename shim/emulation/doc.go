@@ -32,9 +32,12 @@
 // the scratch); read-only ones are remounted read-only. Only C: paths
 // exist; other drives are ErrNotSupported, as are mapped named pipes
 // (Wine's named pipes do not reach the host's), assigned devices and gMSA
-// credential specs. The hostname, network settings and sandbox size are
-// ignored with a warning; resource limits are recorded in state.json but
-// not enforced, and Modify of a limit is ErrNotSupported.
+// credential specs. The hostname, HNS network settings and sandbox size
+// are ignored with a warning; a Linux network namespace path is where the
+// silo's processes start (netns_linux.go). Memory and CPU limits, at
+// Create and through Modify, are enforced with the machine's cgroup v1
+// controllers and RLIMIT_DATA (limits_linux.go); storage QoS and CPU
+// affinity are recorded in state.json, not enforced.
 //
 // Overlay options are index=off, redirect_dir=off and metacopy=off, so the
 // scratch stays a plain layer diff. mount(2) takes at most a page of

@@ -3,6 +3,7 @@
 package emulation
 
 import (
+	"maps"
 	"os/exec"
 	"strings"
 
@@ -21,10 +22,19 @@ import (
 // GUID.
 func isNetNSPath(namespace string) bool { return strings.HasPrefix(namespace, "/") }
 
-// startProcess starts cmd as a process of the silo: in its cgroup and its
-// network namespace.
-func (s *system) startProcess(cmd *exec.Cmd) error {
-	start := func() error { return startIn(s.st.Cgroup, cmd, s.b.reaper.start) }
+// startProcess starts cmd as a process of the silo: in its cgroups and its
+// network namespace. Wine's own processes (the wineserver, wineboot and the
+// system processes it starts) stay out of the memory cgroup, which bounds
+// the container's processes (limits_linux.go).
+func (s *system) startProcess(cmd *exec.Cmd, wineOwn bool) error {
+	limits := s.st.LimitCgroups
+	if wineOwn && limits["memory"] != "" {
+		limits = maps.Clone(limits)
+		delete(limits, "memory")
+	}
+	start := func() error {
+		return inLimitCgroups(limits, func() error { return startIn(s.st.Cgroup, cmd, s.b.reaper.start) })
+	}
 	if s.st.NetNS == "" {
 		return start()
 	}

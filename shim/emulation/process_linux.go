@@ -213,13 +213,18 @@ func (s *system) CreateProcess(ctx context.Context, p *compute.ProcessSettings) 
 		childEnds = append(childEnds, w)
 	}
 
-	if err := s.startProcess(cmd); err != nil {
+	if err := s.startProcess(cmd, false); err != nil {
 		return fail(fmt.Errorf("emulation: start %s: %w", program, err))
 	}
 	for _, f := range childEnds {
 		f.Close()
 	}
 	proc.pid = cmd.Process.Pid
+	if limit := s.st.Resources.MemoryLimitBytes; limit > 0 && s.st.LimitCgroups["memory"] != "" {
+		if err := limitCommit(proc.pid, limit); err != nil {
+			log.G(ctx).WithError(err).Warn("emulation: the process's commit is not limited")
+		}
+	}
 
 	// The copiers are owned by the process; each ends at EOF of its
 	// stream, or when Wait's drain timeout or Close closes its read end.

@@ -32,8 +32,11 @@ type persisted struct {
 	TemplatePrefix string                    `json:"templatePrefix"`
 	Layers         compute.Layers            `json:"layers"`
 	Mapped         []compute.MappedDirectory `json:"mappedDirectories,omitempty"`
-	// Resources are recorded, not enforced.
+	// Resources are the system's limits: enforced through LimitCgroups
+	// where the machine has the controllers (limits_linux.go).
 	Resources compute.Resources `json:"resources"`
+	// LimitCgroups are the silo's cgroup v1 directories, by controller.
+	LimitCgroups map[string]string `json:"limitCgroups,omitempty"`
 	// Mounts are the mount points made, in order.
 	Mounts []string `json:"mounts"`
 	// Started is when Start started the wineserver; nil before.

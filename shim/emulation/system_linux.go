@@ -5,10 +5,12 @@ package emulation
 import (
 	"bytes"
 	"context"
+	"errors"
 	"fmt"
 	"os"
 	"os/exec"
 	"path/filepath"
+	"strconv"
 	"strings"
 	"sync"
 	"syscall"
@@ -171,7 +173,7 @@ func (s *system) Start(ctx context.Context) error {
 	cmd.Dir = s.dir
 	cmd.Stdout, cmd.Stderr = out, out
 	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
-	if err := s.startProcess(cmd); err != nil {
+	if err := s.startProcess(cmd, true); err != nil {
 		err = fmt.Errorf("emulation: start wineserver: %w", err)
 		s.finishLocked(err)
 		return err
@@ -249,7 +251,7 @@ func (s *system) boot(ctx context.Context) error {
 	cmd.Env, cmd.Dir = env, s.cdir
 	cmd.Stdout, cmd.Stderr = out, out
 	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
-	if err := s.startProcess(cmd); err != nil {
+	if err := s.startProcess(cmd, true); err != nil {
 		return fmt.Errorf("start wineboot: %w", err)
 	}
 	err = cmd.Wait()
@@ -599,21 +601,81 @@ func (s *system) ProcessList(ctx context.Context) ([]compute.ProcessInfo, error)
 	return out, nil
 }
 
-// Modify fails with ErrNotSupported for any change: Wine processes are
-// ordinary Linux processes, and the emulation has nothing that enforces
-// CPU or memory limits on a group of them (the limits given at Create are
-// recorded in state.json, not enforced). A Resources that changes nothing
-// is accepted.
+// Modify sets the silo's memory and CPU limits live, as a job object's
+// (limits_linux.go): the cgroups' limits, made on the first one, and each
+// running process's commit limit but Wine's own. A limit this machine
+// cannot enforce (no controller, CPU affinity, storage QoS) is
+// ErrNotSupported.
 func (s *system) Modify(ctx context.Context, r compute.Resources) error {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	if err := s.usableLocked(); err != nil {
 		return err
 	}
-	if !resourcesSet(r) {
+	if !resourcesSet(r) && len(s.st.LimitCgroups) == 0 {
 		return nil
 	}
-	return errNotSupported("emulation: system %s: the Wine emulation cannot enforce CPU or memory limits", s.id)
+	if u := unenforced(r, v1Hierarchies()); len(u) > 0 {
+		return errNotSupported("emulation: system %s: this machine cannot enforce %s", s.id, strings.Join(u, ", "))
+	}
+	if len(s.st.LimitCgroups) == 0 {
+		// The first limit: the silo's processes move into cgroups made
+		// for it.
+		cgroups, err := makeLimitCgroups(s.dir)
+		s.st.LimitCgroups = cgroups
+		if err == nil {
+			err = saveState(s.dir, s.st)
+		}
+		if err == nil {
+			err = s.joinLimitCgroups()
+		}
+		if err != nil {
+			return fmt.Errorf("emulation: system %s: %w", s.id, err)
+		}
+	}
+	if err := applyLimits(r, s.st.LimitCgroups, s.b.HostCPUs()); err != nil {
+		return fmt.Errorf("emulation: system %s: %w", s.id, err)
+	}
+	// A running process's commit limit follows, but for Wine's own.
+	procs, err := s.processes()
+	if err != nil {
+		return err
+	}
+	for _, p := range procs {
+		if !s.isServer(p) && !isWineSystemProcess(p.pid) {
+			if err := limitCommit(p.pid, r.MemoryLimitBytes); err != nil {
+				return fmt.Errorf("emulation: system %s: %w", s.id, err)
+			}
+		}
+	}
+	s.st.Resources = r
+	return saveState(s.dir, s.st)
+}
+
+// joinLimitCgroups moves the silo's processes into its limit cgroups, until
+// none is left outside (a process may fork while they move).
+func (s *system) joinLimitCgroups() error {
+	for range 3 {
+		procs, err := s.processes()
+		if err != nil {
+			return err
+		}
+		for _, path := range s.st.LimitCgroups {
+			for _, p := range procs {
+				if err := writeCgroupFile(path, "cgroup.procs", strconv.Itoa(p.pid)); err != nil && !errors.Is(err, unix.ESRCH) {
+					return err
+				}
+			}
+		}
+		after, err := s.processes()
+		if err != nil {
+			return err
+		}
+		if len(after) == len(procs) {
+			return nil
+		}
+	}
+	return nil
 }
 
 // Close releases the system. A system that has stopped, or that was

@@ -1,0 +1,144 @@
+//go:build linux
+
+package integration
+
+import (
+	"context"
+	"fmt"
+	"os"
+	"path/filepath"
+	"regexp"
+	"runtime"
+	"strings"
+	"testing"
+	"time"
+
+	containerd "github.com/containerd/containerd/v2/client"
+	specs "github.com/opencontainers/runtime-spec/specs-go"
+
+	"github.com/winproc/winproc/integration/node"
+)
+
+// burnedCPU reads the CPU time `winproc-testapp burn` reports.
+var burnedCPU = regexp.MustCompile(`burned cpu=(\S+)`)
+
+// A container's limits hold as a job object's would (shim/emulation's
+// limits_linux.go): an allocation past the memory limit fails, and the CPU
+// a container burns stays within its maximum. Set through crictl create,
+// and changed live through the task API's Update, with the Windows
+// resources containerd's Windows CRI sends (its Linux build sends Linux
+// ones).
+func TestCRIResourceLimits(t *testing.T) {
+	n := node.Start(t, bins)
+	importPauseImage(t, n, node.HostBuild+".1", false)
+	importTestApp(t, n)
+	pod := runPod(t, n, "limits")
+	podCfg := podConfig(t, "limits")
+	const memLimit = 256 << 20
+	limited := func(name string, args []string, resources map[string]any) string {
+		t.Helper()
+		id := lastLine(crictl(t, n, "create", pod,
+			containerConfig(t, name, testAppImage, append([]string{testApp}, args...), map[string]any{"windows": map[string]any{"resources": resources}}), podCfg))
+		crictl(t, n, "start", id)
+		return id
+	}
+
+	// Memory: within the limit the allocation holds; past it, it fails
+	// and the Go runtime says so, as it would under a job's commit limit.
+	within := limited("mem-within", []string{"alloc", "-mb", "32"}, map[string]any{"memory_limit_in_bytes": memLimit})
+	past := limited("mem-past", []string{"alloc", "-mb", "400"}, map[string]any{"memory_limit_in_bytes": memLimit})
+	waitLog(t, n, within, "holding 32 MiB")
+	waitExitedNonZero(t, n, past)
+	// (On Windows VirtualAlloc fails with ERROR_COMMITMENT_LIMIT; Wine
+	// reports another code.)
+	if out := crictl(t, n, "logs", past); strings.Contains(out, "holding") || !strings.Contains(out, "VirtualAlloc") || !strings.Contains(out, "fatal error") {
+		t.Errorf("allocating 400 MiB under a 256 MiB limit; the log:\n%s", out)
+	}
+
+	// CPU: a maximum of a quarter of the host's processors, burning one
+	// processor's worth for 3 s.
+	const burn = 3 * time.Second
+	capped := limited("cpu-capped", []string{"burn", "-seconds", "3"}, map[string]any{"cpu_maximum": 2500})
+	waitLog(t, n, capped, "burned cpu=")
+	share := min(1, 0.25*float64(runtime.NumCPU()))
+	used := burned(t, crictl(t, n, "logs", capped))
+	if want := time.Duration(share * float64(burn)); used > want*13/10 || used < want/2 {
+		t.Errorf("burned %v of CPU in %v under a %.0f%% cap; want about %v", used, burn, share*100, want)
+	}
+	t.Logf("CPU maximum 25%% of %d processors: %v of CPU in %v", runtime.NumCPU(), used, burn)
+
+	// Update: a live change of the memory limit, through the task API as
+	// containerd's Windows CRI makes it.
+	client := newClient(t, n)
+	ctx := context.Background()
+	c, err := client.LoadContainer(ctx, within)
+	if err != nil {
+		t.Fatal(err)
+	}
+	task, err := c.Task(ctx, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	newLimit := uint64(512 << 20)
+	if err := task.Update(ctx, containerd.WithResources(&specs.WindowsResources{Memory: &specs.WindowsMemoryResources{Limit: &newLimit}})); err != nil {
+		t.Fatalf("update the memory limit: %v", err)
+	}
+	var silo struct {
+		Resources    struct{ MemoryLimitBytes uint64 }
+		LimitCgroups map[string]string
+	}
+	readJSON(t, filepath.Join(n.EmulationRoot(), within, "state.json"), &silo)
+	b, err := os.ReadFile(filepath.Join(silo.LimitCgroups["memory"], "memory.limit_in_bytes"))
+	if err != nil || silo.Resources.MemoryLimitBytes != newLimit || strings.TrimSpace(string(b)) != fmt.Sprint(newLimit) {
+		t.Errorf("after the update: recorded %d, the memory cgroup's limit %q (%v); want %d", silo.Resources.MemoryLimitBytes, b, err, newLimit)
+	}
+	// The app's own commit limit follows.
+	if limits, err := os.ReadFile(fmt.Sprintf("/proc/%d/limits", task.Pid())); err != nil || !regexp.MustCompile(`Max data size\s+`+fmt.Sprint(newLimit)+`\s`).Match(limits) {
+		t.Errorf("the app's limits after the update (%v):\n%s", err, limits)
+	}
+
+	crictl(t, n, "stop", "-t", "10", within, capped)
+	crictl(t, n, "rm", within, past, capped)
+	crictl(t, n, "stopp", pod)
+	crictl(t, n, "rmp", pod)
+	requireNoPodLeft(t, n, pod)
+	for _, path := range silo.LimitCgroups {
+		if _, err := os.Stat(path); err == nil {
+			t.Errorf("the silo's cgroup %s is left", path)
+		}
+	}
+}
+
+// burned is the CPU time in a burn's log.
+func burned(t *testing.T, log string) time.Duration {
+	t.Helper()
+	m := burnedCPU.FindStringSubmatch(log)
+	if m == nil {
+		t.Fatalf("no burned CPU in the log:\n%s", log)
+	}
+	d, err := time.ParseDuration(m[1])
+	if err != nil {
+		t.Fatal(err)
+	}
+	return d
+}
+
+// waitExitedNonZero waits until CRI reports the container exited with a
+// status other than 0.
+func waitExitedNonZero(t *testing.T, n *node.Node, id string) {
+	t.Helper()
+	deadline := time.Now().Add(30 * time.Second)
+	for {
+		st := inspect(t, n, id)
+		if st.Status.State == "CONTAINER_EXITED" {
+			if st.Status.ExitCode == 0 {
+				t.Errorf("container %s exited 0", id)
+			}
+			return
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("container %s is still %s", id, st.Status.State)
+		}
+		time.Sleep(200 * time.Millisecond)
+	}
+}
