@@ -58,8 +58,8 @@ func fakeCgroup(t *testing.T, files map[string]string) string {
 
 func TestApplyLimits(t *testing.T) {
 	tests := []struct {
-		name                   string
-		r                      compute.Resources
+		name                  string
+		r                     compute.Resources
 		memory, quota, shares string
 	}{
 		{"none lifts every limit", compute.Resources{}, "-1", "-1", "1024"},
