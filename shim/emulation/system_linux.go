@@ -17,6 +17,7 @@ import (
 	"time"
 
 	"github.com/containerd/errdefs"
+	"github.com/containerd/log"
 	"golang.org/x/sys/unix"
 
 	"github.com/winproc/winproc/shim/compute"
@@ -226,17 +227,24 @@ func (s *system) Start(ctx context.Context) error {
 	return nil
 }
 
-// bootLog is the file, in the system's directory, that holds wineboot's
-// output.
-const bootLog = "wineboot.log"
+// bootLog is the file, in the system's directory, that holds the boot
+// process's output.
+const bootLog = "boot.log"
 
-// boot runs `wineboot --init` as the silo's first process, as a Windows
-// silo starts its system processes when it starts: the first process of a
-// wineserver starts wineboot, which starts services.exe and the services it
-// runs, and they inherit its stderr. Were that a container process's, they
-// would hold its output open until the silo ends, and its Wait would end
-// only at outputDrainTimeout. Output goes to a file: a pipe would stay open
-// as long as they run.
+// bootProgram is the silo's first process: Wine's hostname.exe, by its path
+// in the template prefix (an image's own System32 may shadow it on C:).
+const bootProgram = "drive_c/windows/system32/hostname.exe"
+
+// boot starts the silo's first process and returns once Wine's boot is
+// under way, as a Windows silo starts its system processes when it starts.
+// The first process of a wineserver starts wineboot, which starts
+// services.exe and the services it runs, and they inherit its stderr: were
+// that a container process's, they would hold its output open until the
+// silo ends, and its Wait would end only at outputDrainTimeout. So a
+// process of the emulation's own is first, with its output in a file (a
+// pipe would stay open as long as they run). Later processes find the boot
+// under way and wait for it inside Wine, so boot waits only until wineboot
+// runs (or the first process has ended), not for the boot to finish.
 func (s *system) boot(ctx context.Context) error {
 	ctx, cancel := context.WithTimeout(ctx, serverStartTimeout)
 	defer cancel()
@@ -247,20 +255,42 @@ func (s *system) boot(ctx context.Context) error {
 	}
 	defer out.Close()
 	env, _ := processEnv(nil, s.prefix)
-	cmd := exec.CommandContext(ctx, s.b.setarch, "-R", s.b.wine, "wineboot.exe", "--init")
+	cmd := exec.Command(s.b.setarch, "-R", s.b.wine, filepath.Join(s.b.template, bootProgram))
 	cmd.Env, cmd.Dir = env, s.cdir
 	cmd.Stdout, cmd.Stderr = out, out
 	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
 	if err := s.startProcess(cmd, true); err != nil {
-		return fmt.Errorf("start wineboot: %w", err)
+		return fmt.Errorf("start the boot process: %w", err)
 	}
-	err = cmd.Wait()
-	s.b.reaper.waited(cmd.Process.Pid)
-	if err != nil {
-		b, _ := os.ReadFile(logPath)
-		return fmt.Errorf("wineboot --init: %w: %s", err, bytes.TrimSpace(b))
+	// Its waiter, owned by the system: it ends with the process, in a
+	// moment, or when the silo is terminated.
+	ended := make(chan struct{})
+	go func() {
+		if err := cmd.Wait(); err != nil {
+			b, _ := os.ReadFile(logPath)
+			log.L.WithError(err).WithFields(log.Fields{"system": s.id, "output": string(bytes.TrimSpace(b))}).Warn("emulation: the silo's boot process failed")
+		}
+		s.b.reaper.waited(cmd.Process.Pid)
+		close(ended)
+	}()
+	for {
+		procs, err := s.processes()
+		if err != nil {
+			return err
+		}
+		for _, p := range procs {
+			if p.comm == "wineboot.exe" {
+				return nil
+			}
+		}
+		select {
+		case <-ended:
+			return nil
+		case <-ctx.Done():
+			return fmt.Errorf("Wine's boot did not start within %v", serverStartTimeout)
+		case <-time.After(5 * time.Millisecond):
+		}
 	}
-	return nil
 }
 
 // waitServer waits until the wineserver pid listens: it has moved into its
