@@ -70,9 +70,10 @@ func TestScale(t *testing.T) {
 		t.Errorf("%d shims for %d pods", len(shims), pods)
 	}
 	time.Sleep(5 * time.Second) // the last pod settles
-	shimsBefore, wineBefore := cpuOf(shims), cpuOf(wine)
+	daemon := []int{n.ContainerdPID()}
+	shimsBefore, wineBefore, daemonBefore := cpuOf(shims), cpuOf(wine), cpuOf(daemon)
 	time.Sleep(scaleIdle)
-	shimsCPU, wineCPU := cpuOf(shims)-shimsBefore, cpuOf(wine)-wineBefore
+	shimsCPU, wineCPU, daemonCPU := cpuOf(shims)-shimsBefore, cpuOf(wine)-wineBefore, cpuOf(daemon)-daemonBefore
 	var rss uint64
 	for _, pid := range shims {
 		if m, err := node.ProcessMemory(pid); err == nil {
@@ -84,8 +85,8 @@ func TestScale(t *testing.T) {
 		perPod = (available - now) / uint64(pods)
 	}
 	share := func(d time.Duration) float64 { return 100 * float64(d) / float64(scaleIdle) }
-	fmt.Printf("idle %v: shims %v (%.2f%% of a core), Wine processes (%d) %v (%.2f%% of a core)\n",
-		scaleIdle, shimsCPU, share(shimsCPU), len(wine), wineCPU, share(wineCPU))
+	fmt.Printf("idle %v: shims %v (%.2f%% of a core), Wine processes (%d) %v (%.2f%% of a core), containerd %v (%.2f%% of a core)\n",
+		scaleIdle, shimsCPU, share(shimsCPU), len(wine), wineCPU, share(wineCPU), daemonCPU, share(daemonCPU))
 	fmt.Printf("shim RSS %.1f MiB on average; node memory %.1f MiB per pod\n", float64(rss)/float64(len(shims))/mib, float64(perPod)/mib)
 
 	begin := time.Now()

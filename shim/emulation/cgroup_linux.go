@@ -176,7 +176,7 @@ func startIn(path string, cmd *exec.Cmd, start func(*exec.Cmd) error) error {
 // cgroupPIDs lists the processes in the cgroup at path (zombies are not
 // listed); a cgroup that is gone holds none.
 func cgroupPIDs(path string) ([]int, error) {
-	b, err := os.ReadFile(filepath.Join(path, "cgroup.procs"))
+	b, err := readKernelFile(filepath.Join(path, "cgroup.procs"))
 	if errors.Is(err, fs.ErrNotExist) {
 		return nil, nil
 	}
@@ -236,7 +236,7 @@ func removeCgroup(ctx context.Context, path string) error {
 // siloCgroupCPU returns the user and system CPU time of every process that ran
 // in the cgroup at path, ended ones included (cpu.stat).
 func siloCgroupCPU(path string) (user, system time.Duration, err error) {
-	b, err := os.ReadFile(filepath.Join(path, "cpu.stat"))
+	b, err := readKernelFile(filepath.Join(path, "cpu.stat"))
 	if err != nil {
 		return 0, 0, err
 	}

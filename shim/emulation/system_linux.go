@@ -80,6 +80,8 @@ type system struct {
 	// CPU time of the silo's processes that ended and were reaped here.
 	cpuUser, cpuKernel time.Duration
 	commitPeak         uint64
+	// lastStats is the last sample Stats took (statsReuse).
+	lastStats *compute.Stats
 }
 
 var _ compute.System = (*system)(nil)
@@ -546,6 +548,11 @@ func (s *system) Stats(ctx context.Context) (*compute.Stats, error) {
 		s.mu.Unlock()
 		return nil, err
 	}
+	if last := s.lastStats; last != nil && time.Since(last.Timestamp) < statsReuse {
+		s.mu.Unlock()
+		st := *last
+		return &st, nil
+	}
 	started := s.started
 	user, kernel := s.cpuUser, s.cpuKernel
 	s.mu.Unlock()
@@ -597,9 +604,16 @@ func (s *system) Stats(ctx context.Context) (*compute.Stats, error) {
 		s.commitPeak = st.Memory.CommitBytes
 	}
 	st.Memory.CommitPeakBytes = s.commitPeak
+	last := *st
+	s.lastStats = &last
 	s.mu.Unlock()
 	return st, nil
 }
+
+// statsReuse is how long a silo's statistics answer again: containerd's CRI
+// asks every second for each container's and, a moment later, for its
+// pod's, which sum the pod's silos.
+const statsReuse = 200 * time.Millisecond
 
 // ProcessList lists the silo's Windows processes: every process of the
 // silo but the wineserver, Wine's system processes (services.exe,

@@ -3,7 +3,10 @@
 package emulation
 
 import (
+	"bytes"
 	"errors"
+	"fmt"
+	"io/fs"
 	"os"
 	"path/filepath"
 	"slices"
@@ -242,5 +245,26 @@ func TestMkdirFold(t *testing.T) {
 	}
 	if _, err := os.Stat(filepath.Join(outside, "x")); err == nil {
 		t.Error("mkdirFold created a directory outside C:")
+	}
+}
+
+func TestReadKernelFile(t *testing.T) {
+	dir := t.TempDir()
+	for _, size := range []int{0, 10, 1023, 1024, 1025, 70000} {
+		want := bytes.Repeat([]byte("x"), size)
+		path := filepath.Join(dir, fmt.Sprint(size))
+		if err := os.WriteFile(path, want, 0o644); err != nil {
+			t.Fatal(err)
+		}
+		if got, err := readKernelFile(path); err != nil || !bytes.Equal(got, want) {
+			t.Errorf("%d bytes: read %d, %v", size, len(got), err)
+		}
+	}
+	if _, err := readKernelFile(filepath.Join(dir, "missing")); !errors.Is(err, fs.ErrNotExist) {
+		t.Errorf("a missing file: %v, want not exist", err)
+	}
+	// A /proc file, whose size stat does not tell.
+	if b, err := readKernelFile("/proc/self/stat"); err != nil || !bytes.Contains(b, []byte(fmt.Sprintf("%d (", os.Getpid()))) {
+		t.Errorf("/proc/self/stat: %q, %v", b, err)
 	}
 }
