@@ -3,7 +3,6 @@
 package integration
 
 import (
-	"context"
 	"fmt"
 	"net"
 	"net/http"
@@ -83,20 +82,9 @@ func podNetwork(t *testing.T, sandboxer string) {
 
 	// port-forward: containerd's streaming server dials localhost inside
 	// the pod's namespace.
-	local := freePort(t)
-	ctx, cancel := context.WithCancel(context.Background())
-	forward := n.CrictlCommand(ctx, "port-forward", podA, fmt.Sprintf("%d:%d", local, port))
-	forwarding := &output{}
-	forward.Stdout, forward.Stderr = forwarding, forwarding
-	if err := forward.Start(); err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { cancel(); forward.Wait() })
-	forwarding.waitFor(t, "Forwarding from")
-	if body := get(t, fmt.Sprintf("http://127.0.0.1:%d/", local)); !strings.Contains(body, "hello from winproc-testapp") {
+	if body := getThroughPortForward(t, n, podA, port); !strings.Contains(body, "hello from winproc-testapp") {
 		t.Errorf("through port-forward: %q", body)
 	}
-	cancel()
 
 	crictl(t, n, "stop", "-t", "10", server, client)
 	crictl(t, n, "rm", server, client)
