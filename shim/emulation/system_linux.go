@@ -7,6 +7,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"maps"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -18,6 +19,7 @@ import (
 
 	"github.com/containerd/errdefs"
 	"github.com/containerd/log"
+	"github.com/containernetworking/plugins/pkg/ns"
 	"golang.org/x/sys/unix"
 
 	"github.com/winproc/winproc/shim/compute"
@@ -227,6 +229,27 @@ func (s *system) Start(ctx context.Context) error {
 	s.phase = phaseRunning
 	s.startMonitor(exited)
 	return nil
+}
+
+// startProcess starts cmd as a process of the silo: in its cgroups and its
+// network namespace. Wine's own processes (the wineserver, wineboot and the
+// system processes it starts) stay out of the memory cgroup, which bounds
+// the container's processes (limits_linux.go).
+func (s *system) startProcess(cmd *exec.Cmd, wineOwn bool) error {
+	limits := s.st.LimitCgroups
+	if wineOwn && limits["memory"] != "" {
+		limits = maps.Clone(limits)
+		delete(limits, "memory")
+	}
+	start := func() error {
+		return inLimitCgroups(limits, func() error { return startIn(s.st.Cgroup, cmd, s.b.reaper.start) })
+	}
+	if s.st.NetNS == "" {
+		return start()
+	}
+	// The process is forked from a thread locked inside the namespace, so
+	// it is born there; the shim's other threads stay where they are.
+	return ns.WithNetNSPath(s.st.NetNS, func(ns.NetNS) error { return start() })
 }
 
 // bootLog is the file, in the system's directory, that holds the boot
