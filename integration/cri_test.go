@@ -201,7 +201,18 @@ func criContainerLifecycle(t *testing.T, sandboxer string) {
 		t.Errorf("exec -it env:\n%q", out)
 	}
 
-	crictl(t, n, "stats", ctr)
+	var stats struct {
+		Stats []struct {
+			WritableLayer struct {
+				FsID      struct{ Mountpoint string } `json:"fsId"`
+				UsedBytes struct{ Value json.Number }
+			}
+		}
+	}
+	crictlJSON(t, n, &stats, "stats", "-o", "json", ctr)
+	if len(stats.Stats) != 1 || stats.Stats[0].WritableLayer.FsID.Mountpoint != n.SnapshotterRoot {
+		t.Errorf("stats: %+v; want the container's writable layer on %s", stats.Stats, n.SnapshotterRoot)
+	}
 	checkPodStats(t, n, pod, ctr)
 	checkRuntimeAndImages(t, n)
 
@@ -341,11 +352,30 @@ func checkRuntimeAndImages(t *testing.T, n *node.Node) {
 	if !ready["RuntimeReady"] || !ready["NetworkReady"] {
 		t.Errorf("info: conditions %+v, want RuntimeReady and NetworkReady (the node's CNI)", info.Status.Conditions)
 	}
-	var fs struct {
-		Status struct{ ImageFilesystems []any }
-	}
-	if crictlJSON(t, n, &fs, "imagefsinfo", "-o", "json"); len(fs.Status.ImageFilesystems) == 0 {
-		t.Error("imagefsinfo lists no image file system")
+	// The kubelet reads the first image file system: the snapshotter's,
+	// with the layers' usage (containerd measures it every 10 s).
+	for deadline := time.Now().Add(20 * time.Second); ; time.Sleep(500 * time.Millisecond) {
+		var fs struct {
+			Status struct {
+				ImageFilesystems []struct {
+					FsID      struct{ Mountpoint string } `json:"fsId"`
+					UsedBytes struct{ Value json.Number }
+				}
+			}
+		}
+		crictlJSON(t, n, &fs, "imagefsinfo", "-o", "json")
+		if len(fs.Status.ImageFilesystems) == 0 {
+			t.Fatal("imagefsinfo lists no image file system")
+		}
+		first := fs.Status.ImageFilesystems[0]
+		used, _ := first.UsedBytes.Value.Int64()
+		if first.FsID.Mountpoint == n.SnapshotterRoot && used > 0 {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Errorf("imagefsinfo: the first image file system is %s with %d bytes used; want winproc-snapshotter's root %s, in use", first.FsID.Mountpoint, used, n.SnapshotterRoot)
+			break
+		}
 	}
 	var image struct {
 		Info struct {

@@ -2,9 +2,11 @@
 
 package main
 
+import "github.com/winproc/winproc/internal/containerdnames"
+
 const (
-	defaultRoot              = `C:\ProgramData\winproc\snapshotter`
-	defaultAddress           = `\\.\pipe\winproc-snapshotter`
+	defaultRoot              = containerdnames.SnapshotterRootWindows
+	defaultAddress           = containerdnames.SnapshotterAddressWindows
 	defaultContainerdAddress = `\\.\pipe\containerd-containerd`
 	// Empty: read the build from the operating system.
 	defaultHostBuild = ""

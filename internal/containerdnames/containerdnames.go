@@ -13,6 +13,11 @@ const (
 	Differ      = "windowsfilter-diff"
 	// Platform is the platform of the images they unpack.
 	Platform = "windows/amd64"
+	// SnapshotterAddressWindows and SnapshotterRootWindows are where
+	// winproc-snapshotter serves, and keeps its snapshots, on a Windows
+	// node by default.
+	SnapshotterAddressWindows = `\\.\pipe\winproc-snapshotter`
+	SnapshotterRootWindows    = `C:\ProgramData\winproc\snapshotter`
 )
 
 // Annotations are the annotations of a pod or container that a winproc

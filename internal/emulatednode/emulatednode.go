@@ -119,6 +119,8 @@ func (n *Node) WriteConfig() ([]byte, error) {
 		Address:               n.Address,
 		ShimSocketDir:         filepath.Join(n.Dir, "s"),
 		SnapshotterAddress:    n.SnapshotterAddress,
+		SnapshotterRoot:       n.SnapshotterRoot,
+		CRIDefaultSnapshotter: true,
 		Handler:               Handler,
 		Sandboxer:             cmp.Or(n.Sandboxer, "shim"),
 		CNIBinDirs:            []string{filepath.Join(n.Tools, CNIBinDir)},

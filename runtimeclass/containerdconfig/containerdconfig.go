@@ -30,8 +30,19 @@ type Node struct {
 	// ShimSocketDir, when set, is where containerd has shims put their
 	// sockets (default: containerd's state directory's s/).
 	ShimSocketDir string
-	// SnapshotterAddress is where winproc-snapshotter listens.
-	SnapshotterAddress string
+	// SnapshotterAddress is where winproc-snapshotter listens, and
+	// SnapshotterRoot where it keeps its snapshots: containerd's CRI
+	// reports the image file system there (ImageFsInfo, and the writable
+	// layers of ContainerStats).
+	SnapshotterAddress, SnapshotterRoot string
+	// CRIDefaultSnapshotter makes windowsfilter the default snapshotter of
+	// containerd's CRI images. containerd's CRI counts the usage of its
+	// default snapshotter only (its snapshot syncer walks no other), and
+	// the kubelet reads the first image file system ImageFsInfo lists, the
+	// default's: without it the kubelet's image garbage collection and
+	// imagefs eviction do not see winproc's images. It also sends other
+	// handlers' images there.
+	CRIDefaultSnapshotter bool
 	// Handler is the runtime handler name RuntimeClasses refer to.
 	Handler string
 	// Sandboxer is "shim" (the shim owns the pod and its pause container)
@@ -56,7 +67,8 @@ type Node struct {
 func Windows() Node {
 	return Node{
 		OS:                 "windows",
-		SnapshotterAddress: `\\.\pipe\winproc-snapshotter`,
+		SnapshotterAddress: containerdnames.SnapshotterAddressWindows,
+		SnapshotterRoot:    containerdnames.SnapshotterRootWindows,
 		Handler:            "winproc",
 		Sandboxer:          "shim",
 	}
@@ -80,10 +92,20 @@ type cniSection struct {
 	ConfDir string   `toml:"conf_dir,omitempty"`
 }
 
+// rootExport is a proxy snapshotter's exports naming its root (none when
+// root is ""), which containerd would otherwise guess below its own root.
+func rootExport(root string) map[string]string {
+	if root == "" {
+		return nil
+	}
+	return map[string]string{"root": root}
+}
+
 type proxyPlugin struct {
-	Type     string `toml:"type"`
-	Address  string `toml:"address"`
-	Platform string `toml:"platform"`
+	Type     string            `toml:"type"`
+	Address  string            `toml:"address"`
+	Platform string            `toml:"platform"`
+	Exports  map[string]string `toml:"exports,omitempty"`
 }
 
 type runtime struct {
@@ -159,7 +181,7 @@ func Generate(n Node) ([]byte, error) {
 		Root:    n.Root,
 		State:   n.State,
 		ProxyPlugins: map[string]proxyPlugin{
-			containerdnames.Snapshotter: {Type: "snapshot", Address: n.SnapshotterAddress, Platform: containerdnames.Platform},
+			containerdnames.Snapshotter: {Type: "snapshot", Address: n.SnapshotterAddress, Platform: containerdnames.Platform, Exports: rootExport(n.SnapshotterRoot)},
 			containerdnames.Differ:      {Type: "diff", Address: n.SnapshotterAddress, Platform: containerdnames.Platform},
 		},
 		Plugins: map[string]any{
@@ -198,6 +220,9 @@ func Generate(n Node) ([]byte, error) {
 		f.Plugins["io.containerd.cri.v1.images"].(map[string]any)["pinned_images"] = map[string]string{
 			"sandbox": cmp.Or(n.Options.PauseImage, options.DefaultPauseImage),
 		}
+	}
+	if n.CRIDefaultSnapshotter {
+		f.Plugins["io.containerd.cri.v1.images"].(map[string]any)["snapshotter"] = containerdnames.Snapshotter
 	}
 	criRuntime := f.Plugins["io.containerd.cri.v1.runtime"].(map[string]any)
 	if len(n.CNIBinDirs) > 0 || n.CNIConfDir != "" {

@@ -97,6 +97,7 @@ func TestGenerateEmulationNode(t *testing.T) {
 		OS: "linux", Root: "/tmp/c/root", State: "/tmp/c/state", Address: "/tmp/c/containerd.sock", ShimSocketDir: "/tmp/c/s", DisablePauseImagePull: true,
 		SnapshotterAddress: "/tmp/c/snapshotter.sock", Handler: "winproc-test", Sandboxer: "podsandbox",
 		CNIBinDirs: []string{"/tools/cni"}, CNIConfDir: "/tmp/c/net.d", NetNSUnderState: true,
+		SnapshotterRoot: "/tmp/c/snapshotter", CRIDefaultSnapshotter: true,
 	})
 	if err != nil {
 		t.Fatal(err)
@@ -119,6 +120,10 @@ func TestGenerateEmulationNode(t *testing.T) {
 		// podsandbox: containerd makes the pause container from this image.
 		{[]string{"plugins", "io.containerd.cri.v1.images", "pinned_images", "sandbox"}, "registry.k8s.io/pause:3.10"},
 		{[]string{"plugins", "io.containerd.cri.v1.runtime", "cni", "conf_dir"}, "/tmp/c/net.d"},
+		// CRI reports the image file system at the snapshotter's root, and
+		// counts the usage of its default snapshotter only.
+		{[]string{"proxy_plugins", "windowsfilter", "exports", "root"}, "/tmp/c/snapshotter"},
+		{[]string{"plugins", "io.containerd.cri.v1.images", "snapshotter"}, "windowsfilter"},
 		{[]string{"plugins", "io.containerd.cri.v1.runtime", "netns_mounts_under_state_dir"}, true},
 		// Linux NRI would put a linux section in every Windows spec.
 		{[]string{"plugins", "io.containerd.nri.v1.nri", "disable"}, true},
