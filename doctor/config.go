@@ -61,6 +61,8 @@ type Config struct {
 // ProxyPlugin is a proxy_plugins entry.
 type ProxyPlugin struct {
 	Type, Address, Platform string
+	// Root is exports.root: where the plugin keeps its data.
+	Root string
 }
 
 // Runtime is a CRI runtime handler's table.
@@ -315,7 +317,7 @@ func mergeConfig(raws []rawFile) *Config {
 	}
 	for name, v := range proxies {
 		m := asMap(v)
-		c.ProxyPlugins[name] = ProxyPlugin{Type: asString(m["type"]), Address: asString(m["address"]), Platform: asString(m["platform"])}
+		c.ProxyPlugins[name] = ProxyPlugin{Type: asString(m["type"]), Address: asString(m["address"]), Platform: asString(m["platform"]), Root: asString(asMap(m["exports"])["root"])}
 	}
 	for name, v := range asMap(asMap(asMap(plugins[pluginCRIRun])["containerd"])["runtimes"]) {
 		m := asMap(v)

@@ -138,7 +138,7 @@ func TestDoctorLoadConfigShapes(t *testing.T) {
 			want: Config{
 				Path: "/c.toml", Version: 3, Files: []string{"/c.toml"},
 				ProxyPlugins: map[string]ProxyPlugin{
-					"windowsfilter":      {Type: "snapshot", Address: `\\.\pipe\winproc-snapshotter`, Platform: "windows/amd64"},
+					"windowsfilter":      {Type: "snapshot", Address: `\\.\pipe\winproc-snapshotter`, Platform: "windows/amd64", Root: `C:\ProgramData\winproc\snapshotter`},
 					"windowsfilter-diff": {Type: "diff", Address: `\\.\pipe\winproc-snapshotter`, Platform: "windows/amd64"},
 				},
 				Runtimes: map[string]Runtime{"winproc": {RuntimeType: "io.containerd.winproc.v2", Sandboxer: "shim", Snapshotter: "windowsfilter"}},

@@ -196,7 +196,7 @@ var pauseLayers = [][]entry{
 func healthy(t *testing.T) (*fakeSystem, Options) {
 	t.Helper()
 	config := generated(t, containerdconfig.Node{
-		OS: "linux", Address: "/run/c.sock", SnapshotterAddress: "/run/snap.sock",
+		OS: "linux", Address: "/run/c.sock", SnapshotterAddress: "/run/snap.sock", SnapshotterRoot: "/var/lib/winproc-snapshotter",
 		Handler: "winproc", Sandboxer: "shim", DisablePauseImagePull: true,
 		Options: options.Options{PauseImage: pauseRef},
 	})
@@ -317,6 +317,9 @@ func TestDoctorRunFindings(t *testing.T) {
 			CheckPauseImage, Fail, `pause image "registry.example/pause:3.10" is not in containerd`, "-ref registry.example/pause:3.10"},
 		{"runtime_path: the shim containerd runs", func(s *fakeSystem, o *Options) { s.files["/etc/containerd/config.toml"] = configV4 },
 			CheckShim, Fail, "/opt/winproc/containerd-shim-winproc-v2 (the handler's runtime_path) does not answer -info", "install"},
+		{"the snapshotter's root is not exported", func(s *fakeSystem, o *Options) {
+			s.files["/etc/containerd/config.toml"] = strings.Replace(s.files["/etc/containerd/config.toml"], "root = '/var/lib/winproc-snapshotter'", "", 1)
+		}, CheckProxyPlugins, Warn, "exports no root", `exports = { root = "/var/lib/winproc-snapshotter" }`},
 		{"no config", func(s *fakeSystem, o *Options) { o.ConfigPath = "/nothere.toml" },
 			CheckConfig, Fail, "cannot read containerd's config", "pass --config"},
 		{"another runtime type", func(s *fakeSystem, o *Options) {

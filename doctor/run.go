@@ -13,6 +13,7 @@ import (
 
 	"github.com/containerd/platforms"
 
+	"github.com/winproc/winproc/internal/containerdnames"
 	"github.com/winproc/winproc/runtimeclass/containerdconfig"
 	"github.com/winproc/winproc/shim/options"
 	"github.com/winproc/winproc/winbuild"
@@ -442,6 +443,15 @@ func (d *run) snapshotterAddressHint() string {
 	return "/run/winproc-snapshotter/snapshotter.sock"
 }
 
+// snapshotterRootHint is winproc-snapshotter's default root on the node's
+// OS.
+func (d *run) snapshotterRootHint() string {
+	if d.sys.GOOS() == "windows" {
+		return containerdnames.SnapshotterRootWindows
+	}
+	return "/var/lib/winproc-snapshotter"
+}
+
 func (d *run) checkProxyPlugins() {
 	if d.cfg == nil {
 		d.add(skipped(CheckProxyPlugins, "containerd's config could not be read"))
@@ -480,6 +490,10 @@ func (d *run) checkProxyPlugins() {
 		}
 	}
 	sp, dp := c.ProxyPlugins[snapshotterName], c.ProxyPlugins[differName]
+	if sp.Type == "snapshot" && sp.Root == "" {
+		problems = append(problems, issue{Warn, fmt.Sprintf("[proxy_plugins.%s] exports no root: containerd's CRI reports the image file system below its own root instead, where the kubelet measures nothing of winproc's", snapshotterName),
+			[]string{fmt.Sprintf("add to [proxy_plugins.%s]: exports = { root = %q } (winproc-snapshotter's -root), then %s", snapshotterName, d.snapshotterRootHint(), d.restartHint())}})
+	}
 	if sp.Address != "" && dp.Address != "" && sp.Address != dp.Address {
 		problems = append(problems, issue{Warn, fmt.Sprintf("the snapshotter (%s) and the differ (%s) have different addresses; winproc-snapshotter serves both on one", sp.Address, dp.Address),
 			[]string{fmt.Sprintf("give [proxy_plugins.%s] the address of [proxy_plugins.%s]", differName, snapshotterName)}})
