@@ -42,8 +42,8 @@ import (
 //   - CPU weight: cpu.shares of weight×1024/100 (Windows' default weight,
 //     100, is Linux's default share, 1024).
 //
-// Storage QoS and CPU affinity are recorded, not enforced. A machine without
-// a controller records what it would enforce, as before.
+// Storage QoS and CPU affinity are recorded, not enforced; so are the limits
+// of a controller the machine lacks, with a warning at create.
 //
 // A process starts in the silo's cgroups with no moment outside them: the
 // thread that forks it joins them first (cgroup v1 moves single threads,
