@@ -11,6 +11,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"strings"
 	"sync"
 	"time"
 
@@ -394,6 +395,11 @@ func (s *Service) Update(ctx context.Context, r *taskAPI.UpdateTaskRequest) (_ *
 	}
 	if r.Resources == nil {
 		return nil, fmt.Errorf("update of task %s carries no resources: %w", r.ID, errdefs.ErrInvalidArgument)
+	}
+	// A Linux build of containerd's CRI sends Linux resources, whose JSON
+	// would half fit a Windows struct.
+	if url := r.Resources.GetTypeUrl(); !strings.HasSuffix(url, "/WindowsResources") {
+		return nil, fmt.Errorf("update of task %s: the resources are %s; a Windows container takes Windows resources (runtime-spec WindowsResources, which containerd's Windows CRI sends): %w", r.ID, url, errdefs.ErrInvalidArgument)
 	}
 	var res specs.WindowsResources
 	if err := typeurl.UnmarshalTo(r.Resources, &res); err != nil {

@@ -9,6 +9,7 @@ import (
 	"path/filepath"
 	"reflect"
 	goruntime "runtime"
+	"strings"
 	"syscall"
 	"testing"
 	"time"
@@ -288,6 +289,15 @@ func TestUpdateAndStats(t *testing.T) {
 	sys := h.backend.System("c1")
 	if len(sys.Modified) != 1 || sys.Modified[0].MemoryLimitBytes != limit || sys.Modified[0].CPUMaximum != maximum {
 		t.Errorf("modify: %+v", sys.Modified)
+	}
+	// Linux resources (what a Linux build of containerd's CRI sends) are
+	// refused, not read as Windows ones.
+	linux := &anypb.Any{TypeUrl: "types.containerd.io/opencontainers/runtime-spec/1/LinuxResources", Value: []byte(`{"memory":{"limit":1048576},"cpu":{"shares":512}}`)}
+	if _, err := h.svc.Update(h.ctx, &taskAPI.UpdateTaskRequest{ID: "c1", Resources: linux}); !errdefs.IsInvalidArgument(errgrpc.ToNative(err)) || !strings.Contains(err.Error(), "Windows resources") {
+		t.Errorf("update with Linux resources: %v", err)
+	}
+	if len(sys.Modified) != 1 {
+		t.Errorf("Linux resources modified the system: %+v", sys.Modified)
 	}
 
 	resp, err := h.svc.Stats(h.ctx, &taskAPI.StatsRequest{ID: "c1"})
