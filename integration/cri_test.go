@@ -109,8 +109,7 @@ func TestCRIContainerLifecycle(t *testing.T) {
 
 func criContainerLifecycle(t *testing.T, sandboxer string) {
 	n := node.StartWith(t, bins, node.Options{Sandboxer: sandboxer})
-	importPauseImage(t, n, node.HostBuild+".1", false)
-	importTestApp(t, n)
+	importPodImages(t, n)
 	pod := runPod(t, n, "cri")
 	port := freePort(t)
 
@@ -257,8 +256,7 @@ func TestCRIAttachAndStopAtDeadline(t *testing.T) {
 
 func criAttachAndStopAtDeadline(t *testing.T, sandboxer string) {
 	n := node.StartWith(t, bins, node.Options{Sandboxer: sandboxer})
-	importPauseImage(t, n, node.HostBuild+".1", false)
-	importTestApp(t, n)
+	importPodImages(t, n)
 	pod := runPod(t, n, "attach")
 	podCfg := podConfig(t, "attach")
 

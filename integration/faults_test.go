@@ -37,8 +37,7 @@ func TestFaults(t *testing.T) {
 	}
 	count := envInt(t, FaultsEnv, 20)
 	n := node.StartWith(t, bins, node.Options{LogLevel: "info", SnapshotterDiskBytes: 256 << 20})
-	importPauseImage(t, n, node.HostBuild+".1", false)
-	importTestApp(t, n)
+	importPodImages(t, n)
 	client := newClient(t, n)
 	imageSnapshots := len(ctrRows(t, n, "snapshots", "--snapshotter", "windowsfilter", "ls"))
 

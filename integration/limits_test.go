@@ -30,8 +30,7 @@ var burnedCPU = regexp.MustCompile(`burned cpu=(\S+)`)
 // ones, which the shim refuses).
 func TestCRIResourceLimits(t *testing.T) {
 	n := node.Start(t, bins)
-	importPauseImage(t, n, node.HostBuild+".1", false)
-	importTestApp(t, n)
+	importPodImages(t, n)
 	pod := runPod(t, n, "limits")
 	podCfg := podConfig(t, "limits")
 	const memLimit = 256 << 20

@@ -44,8 +44,7 @@ func TestPodNetwork(t *testing.T) {
 
 func podNetwork(t *testing.T, sandboxer string) {
 	n := node.StartWith(t, bins, node.Options{Sandboxer: sandboxer})
-	importPauseImage(t, n, node.HostBuild+".1", false)
-	importTestApp(t, n)
+	importPodImages(t, n)
 	cfg := networkedPodConfig(t, "net-a")
 	podA := runPodWith(t, n, "net-a", cfg)
 	podB := runPodWith(t, n, "net-b", networkedPodConfig(t, "net-b"))

@@ -44,6 +44,14 @@ func importPauseImage(t *testing.T, n *node.Node, osVersion string, noUnpack boo
 	}
 }
 
+// importPodImages imports the pause image and the test app's, built for
+// the node's Windows build.
+func importPodImages(t *testing.T, n *node.Node) {
+	t.Helper()
+	importPauseImage(t, n, node.HostBuild+".1", false)
+	importTestApp(t, n)
+}
+
 // podConfig writes a CRI pod config for crictl, for a pod on the host's
 // network.
 func podConfig(t *testing.T, name string) string {
@@ -292,8 +300,7 @@ func TestTwentyPodsConcurrently(t *testing.T) {
 // sandbox the shim owns); the sandbox's metrics show the pod's usage.
 func TestPodContainerAndPortForward(t *testing.T) {
 	n := node.Start(t, bins)
-	importPauseImage(t, n, node.HostBuild+".1", false)
-	importTestApp(t, n)
+	importPodImages(t, n)
 	client := newClient(t, n)
 	pod := runPod(t, n, "app")
 
@@ -388,8 +395,7 @@ func TestPodContainerAndPortForward(t *testing.T) {
 // system (mount, process, directory), bundle, pause snapshot or lease.
 func TestPodShimKilled(t *testing.T) {
 	n := node.Start(t, bins)
-	importPauseImage(t, n, node.HostBuild+".1", false)
-	importTestApp(t, n)
+	importPodImages(t, n)
 	client := newClient(t, n)
 	pod := runPod(t, n, "crashed")
 	c := newContainer(t, n, client, testAppImage, "crashed-c", podMember{pod: pod, kind: "container", shimSandbox: true}, []string{testApp, "sleep", "-seconds", "0"})
@@ -442,8 +448,7 @@ func TestPodShimKilled(t *testing.T) {
 // port-forward then execs wincat in the sandbox task through containerd.
 func TestPodsandboxMode(t *testing.T) {
 	n := node.Start(t, bins)
-	importPauseImage(t, n, node.HostBuild+".1", false)
-	importTestApp(t, n)
+	importPodImages(t, n)
 	client := newClient(t, n)
 	ctx := context.Background()
 

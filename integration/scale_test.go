@@ -36,8 +36,7 @@ func TestScale(t *testing.T) {
 	}
 	pods := envInt(t, ScaleEnv, 100)
 	n := node.StartWith(t, bins, node.Options{LogLevel: "warn"})
-	importPauseImage(t, n, node.HostBuild+".1", false)
-	importTestApp(t, n)
+	importPodImages(t, n)
 	client := newClient(t, n)
 	imageSnapshots := len(ctrRows(t, n, "snapshots", "--snapshotter", "windowsfilter", "ls"))
 	available := memAvailable(t)

@@ -29,8 +29,7 @@ func TestSoak(t *testing.T) {
 	cycles := envInt(t, SoakEnv, 1000)
 	const window, probes = 100, 5
 	n := node.StartWith(t, bins, node.Options{LogLevel: "warn"})
-	importPauseImage(t, n, node.HostBuild+".1", false)
-	importTestApp(t, n)
+	importPodImages(t, n)
 	client := newClient(t, n)
 	imageSnapshots := len(ctrRows(t, n, "snapshots", "--snapshotter", "windowsfilter", "ls"))
 	rng := rand.New(rand.NewPCG(3, 4))

@@ -69,26 +69,44 @@ func findCgroupTree() (*cgroupTree, error) {
 // cgroup2Mount finds where the cgroup v2 hierarchy is mounted (on hybrid
 // machines, beside the v1 controllers).
 func cgroup2Mount() (string, error) {
-	f, err := os.Open("/proc/self/mountinfo")
+	mount := ""
+	err := scanMounts("/proc/self/mountinfo", func(root, mountpoint, fstype, _ string) bool {
+		if fstype == "cgroup2" && root == "/" {
+			mount = mountpoint
+			return false
+		}
+		return true
+	})
 	if err != nil {
 		return "", err
+	}
+	if mount == "" {
+		return "", errors.New("no cgroup v2 hierarchy is mounted")
+	}
+	return mount, nil
+}
+
+// scanMounts calls fn with each mount of a mountinfo file, its root and
+// mount point unescaped, until fn returns false.
+func scanMounts(path string, fn func(root, mountpoint, fstype, superOptions string) bool) error {
+	f, err := os.Open(path)
+	if err != nil {
+		return err
 	}
 	defer f.Close()
 	sc := bufio.NewScanner(f)
 	for sc.Scan() {
-		// ID parent major:minor root mountpoint options ... - fstype source ...
+		// ID parent major:minor root mountpoint options ... - fstype source super-options
 		pre, post, ok := strings.Cut(sc.Text(), " - ")
-		if !ok || !strings.HasPrefix(post, "cgroup2 ") {
+		fields, postFields := strings.Fields(pre), strings.Fields(post)
+		if !ok || len(fields) < 5 || len(postFields) < 3 {
 			continue
 		}
-		if f := strings.Fields(pre); len(f) >= 5 && f[3] == "/" {
-			return unescapeMountPath(f[4]), nil
+		if !fn(unescapeMountPath(fields[3]), unescapeMountPath(fields[4]), postFields[0], postFields[2]) {
+			return nil
 		}
 	}
-	if err := sc.Err(); err != nil {
-		return "", err
-	}
-	return "", errors.New("no cgroup v2 hierarchy is mounted")
+	return sc.Err()
 }
 
 // unescapeMountPath undoes mountinfo's octal escapes (\040 for a space).

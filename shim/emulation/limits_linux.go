@@ -3,7 +3,6 @@
 package emulation
 
 import (
-	"bufio"
 	"context"
 	"errors"
 	"fmt"
@@ -68,24 +67,15 @@ var v1Hierarchies = sync.OnceValue(func() map[string]v1Hierarchy {
 
 func findV1Hierarchies(mountinfo, cgroup string) (map[string]v1Hierarchy, error) {
 	mounts := map[string]string{}
-	f, err := os.Open(mountinfo)
+	err := scanMounts(mountinfo, func(root, mountpoint, fstype, superOptions string) bool {
+		if fstype == "cgroup" && root == "/" {
+			for _, opt := range strings.Split(superOptions, ",") {
+				mounts[opt] = mountpoint
+			}
+		}
+		return true
+	})
 	if err != nil {
-		return nil, err
-	}
-	defer f.Close()
-	sc := bufio.NewScanner(f)
-	for sc.Scan() {
-		// ID parent major:minor root mountpoint options ... - fstype source super-options
-		pre, post, ok := strings.Cut(sc.Text(), " - ")
-		fields, postFields := strings.Fields(pre), strings.Fields(post)
-		if !ok || len(fields) < 5 || len(postFields) < 3 || postFields[0] != "cgroup" || fields[3] != "/" {
-			continue
-		}
-		for _, opt := range strings.Split(postFields[2], ",") {
-			mounts[opt] = unescapeMountPath(fields[4])
-		}
-	}
-	if err := sc.Err(); err != nil {
 		return nil, err
 	}
 	b, err := os.ReadFile(cgroup)
