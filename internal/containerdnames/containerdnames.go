@@ -26,6 +26,7 @@ const (
 // sorted. Others would reach the shim only to be ignored.
 var Annotations = []string{
 	"io.microsoft.container.memory.sizeinmb",
+	"io.microsoft.container.processdumplocation",
 	"io.microsoft.container.processor.count",
 	"io.microsoft.container.processor.limit",
 	"io.microsoft.container.processor.weight",
@@ -33,4 +34,6 @@ var Annotations = []string{
 	"io.microsoft.container.storage.qos.iopsmaximum",
 	"io.microsoft.container.wcow.gmsa.disable",
 	"io.microsoft.disable-unsafe-operations",
+	"io.microsoft.wcow.processdumpcount",
+	"io.microsoft.wcow.processdumptype",
 }

@@ -24,12 +24,52 @@ type Settings struct {
 	// CredentialSpec is the gMSA credential spec, a JSON object as text;
 	// "" for none.
 	CredentialSpec string
-	// AssignedDevices are the device interface class GUIDs whose devices
-	// are made visible in the container.
-	AssignedDevices []string
+	// AssignedDevices are the host devices made visible in the container.
+	AssignedDevices []Device
+	// ProcessDumps, when set, has Windows Error Reporting write a dump of
+	// every process of the container that crashes.
+	ProcessDumps *ProcessDumps
 	// IgnoreFlushesDuringBoot is a hint that disk flushes during the
 	// container's boot may be skipped.
 	IgnoreFlushesDuringBoot bool
+}
+
+// DeviceKind says how a Device names its devices.
+type DeviceKind int
+
+const (
+	// DeviceClass is every device of an interface class, by class GUID.
+	DeviceClass DeviceKind = iota + 1
+	// DeviceLocationPath is one device, by its location path.
+	DeviceLocationPath
+)
+
+// Device is a host device (or class of devices) assigned to a container.
+type Device struct {
+	Kind DeviceKind
+	// ID is the interface class GUID or the location path.
+	ID string
+}
+
+// DumpType is the kind of process dump Windows Error Reporting writes.
+type DumpType int32
+
+// The LocalDumps DumpType registry values.
+const (
+	DumpMini DumpType = 1
+	DumpFull DumpType = 2
+)
+
+// ProcessDumps are Windows Error Reporting's LocalDumps settings inside a
+// container.
+type ProcessDumps struct {
+	// Folder is where dumps are written, a path in the container. A
+	// trailing {container_id} (or {CONTAINER_ID}) is replaced by the
+	// compute system's id, for one folder per container on a share.
+	Folder string
+	Type   DumpType
+	// Count is how many dumps the folder keeps, the oldest going first.
+	Count int32
 }
 
 // Layers is a container's layer stack.

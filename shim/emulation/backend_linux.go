@@ -149,7 +149,7 @@ func checkSettings(ctx context.Context, s *compute.Settings) error {
 		return errNotSupported("emulation: mapped named pipes (%s): Wine's named pipes do not reach the host's", s.MappedPipes[0].HostPath)
 	}
 	if len(s.AssignedDevices) > 0 {
-		return errNotSupported("emulation: assigned devices (%s)", s.AssignedDevices[0])
+		return errNotSupported("emulation: assigned devices (%s)", s.AssignedDevices[0].ID)
 	}
 	if s.CredentialSpec != "" {
 		return errNotSupported("emulation: gMSA credential specs")
@@ -172,6 +172,9 @@ func checkSettings(ctx context.Context, s *compute.Settings) error {
 	}
 	if s.SandboxSizeBytes != 0 {
 		ignored = append(ignored, "sandbox size (a directory has no size)")
+	}
+	if s.ProcessDumps != nil {
+		ignored = append(ignored, "process dumps (Wine has no Windows Error Reporting)")
 	}
 	if len(ignored) > 0 {
 		log.G(ctx).Warnf("emulation: ignoring %s", strings.Join(ignored, ", "))

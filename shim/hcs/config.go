@@ -113,6 +113,14 @@ func checkSettings(s *compute.Settings, hostBuild uint16) error {
 	if len(s.Resources.CPUAffinity) > 0 {
 		return notSupported("processor affinity (spec.windows.resources.cpu.affinity) cannot be set through HCS schema v1, which the HCS backend uses; remove it or use runhcs")
 	}
+	for _, d := range s.AssignedDevices {
+		if d.Kind != compute.DeviceClass {
+			return notSupported("device %s is named by location path, which HCS schema v1 cannot assign (an interface class GUID only); assign its interface class or use runhcs", d.ID)
+		}
+	}
+	if s.ProcessDumps != nil {
+		return notSupported("process dumps (annotation io.microsoft.container.processdumplocation) are Windows Error Reporting registry values in the container, which HCS schema v1 cannot set; remove the annotation or use runhcs")
+	}
 	if len(s.MappedPipes) > 0 && hostBuild < osversion.RS3 {
 		return notSupported("named pipe mounts need Windows build %d (1709) or later; this host is build %d", osversion.RS3, hostBuild)
 	}
@@ -157,8 +165,8 @@ func buildContainerConfig(id string, s *compute.Settings, layers []layerRef, end
 	for _, p := range s.MappedPipes {
 		c.MappedPipes = append(c.MappedPipes, mappedPipe{HostPath: p.HostPath, ContainerPipeName: p.ContainerPipeName})
 	}
-	for _, g := range s.AssignedDevices {
-		c.AssignedDevices = append(c.AssignedDevices, assignedDevice{InterfaceClassGUID: g})
+	for _, d := range s.AssignedDevices {
+		c.AssignedDevices = append(c.AssignedDevices, assignedDevice{InterfaceClassGUID: d.ID})
 	}
 	return c
 }

@@ -2,12 +2,15 @@ package specconv
 
 import (
 	"maps"
+	"math"
 	"slices"
 	"strconv"
 	"strings"
 
 	"github.com/Microsoft/hcsshim/pkg/annotations"
 	specs "github.com/opencontainers/runtime-spec/specs-go"
+
+	"github.com/winproc/winproc/shim/compute"
 )
 
 // runhcs reads these annotations for a process-isolated container
@@ -57,19 +60,55 @@ var resourceAnnotations = map[string]func(r *specs.WindowsResources, v uint64){
 // refuses anyway.
 var gmsaAnnotations = []string{annotations.WCOWDisableGMSA, annotations.DisableUnsafeOperations}
 
+// dumpAnnotations set Windows Error Reporting's LocalDumps in the
+// container (runhcs: createWindowsContainerDocument, parseDumpType and
+// parseDumpCount). Type and count mean something only with the location.
+var dumpAnnotations = []string{annotations.ContainerProcessDumpLocation, annotations.WCOWProcessDumpType, annotations.WCOWProcessDumpCount}
+
 // refusedAnnotations are runhcs's process-isolation annotations winproc
-// cannot honour yet, with why.
+// does not honour, with why.
 var refusedAnnotations = map[string]string{
-	annotations.ContainerProcessDumpLocation: "process dumps are written through Windows Error Reporting's LocalDumps registry values in the container, which need HCS schema v2 registry changes",
-	annotations.WCOWProcessDumpType:          "process dumps are written through Windows Error Reporting's LocalDumps registry values in the container, which need HCS schema v2 registry changes",
-	annotations.WCOWProcessDumpCount:         "process dumps are written through Windows Error Reporting's LocalDumps registry values in the container, which need HCS schema v2 registry changes",
+	annotations.DeviceExtensions: "device extensions are read from host files named in the annotation into the container document, which winproc does not do",
+	// hcsshim internal/annotations WCOWRegistryAnnotationTest.
+	"io.microsoft.container.wcow.test-registry-annotation": "it sets arbitrary registry values in the container, for hcsshim's own tests",
+}
+
+// processDumpsFrom reads the process dump annotations: no location is no
+// dumps; the type is "mini" or "full" (default full), the count a positive
+// number (default 10), as runhcs.
+func processDumpsFrom(a map[string]string) (*compute.ProcessDumps, error) {
+	folder, ok := a[annotations.ContainerProcessDumpLocation]
+	if !ok || folder == "" {
+		for _, k := range dumpAnnotations[1:] {
+			if v, ok := a[k]; ok {
+				return nil, invalid("annotation %s=%q without %s: set the dump folder in the container, or remove it", k, v, annotations.ContainerProcessDumpLocation)
+			}
+		}
+		return nil, nil
+	}
+	d := &compute.ProcessDumps{Folder: folder, Type: compute.DumpFull, Count: 10}
+	switch v := a[annotations.WCOWProcessDumpType]; v {
+	case "", "full":
+	case "mini":
+		d.Type = compute.DumpMini
+	default:
+		return nil, invalid("annotation %s=%q: the dump type is mini or full", annotations.WCOWProcessDumpType, v)
+	}
+	if v, ok := a[annotations.WCOWProcessDumpCount]; ok && v != "" {
+		n, err := strconv.ParseInt(v, 10, 32)
+		if err != nil || n <= 0 {
+			return nil, invalid("annotation %s=%q: the dump count is a whole number from 1 to %d", annotations.WCOWProcessDumpCount, v, math.MaxInt32)
+		}
+		d.Count = int32(n)
+	}
+	return d, nil
 }
 
 // HonouredAnnotations lists the annotations winproc acts on, sorted:
 // containerdnames.Annotations, which containerd's config forwards, must be
 // this list.
 func HonouredAnnotations() []string {
-	keys := append([]string(nil), gmsaAnnotations...)
+	keys := append(append([]string(nil), gmsaAnnotations...), dumpAnnotations...)
 	for k := range resourceAnnotations {
 		keys = append(keys, k)
 	}

@@ -1,6 +1,7 @@
 package specconv
 
 import (
+	"reflect"
 	"slices"
 	"strings"
 	"testing"
@@ -76,10 +77,15 @@ func TestAnnotationsRefused(t *testing.T) {
 		is    func(error) bool
 		want  string
 	}{
-		{"dump location", map[string]string{"io.microsoft.container.processdumplocation": `C:\dumps`}, nil, errdefs.IsInvalidArgument,
-			"annotation io.microsoft.container.processdumplocation=\"C:\\\\dumps\": process dumps are written through Windows Error Reporting's LocalDumps"},
-		{"dump type", map[string]string{"io.microsoft.wcow.processdumptype": "full"}, nil, errdefs.IsInvalidArgument, "io.microsoft.wcow.processdumptype"},
-		{"dump count", map[string]string{"io.microsoft.wcow.processdumpcount": "3"}, nil, errdefs.IsInvalidArgument, "io.microsoft.wcow.processdumpcount"},
+		{"dump type without location", map[string]string{"io.microsoft.wcow.processdumptype": "full"}, nil, errdefs.IsInvalidArgument,
+			`annotation io.microsoft.wcow.processdumptype="full" without io.microsoft.container.processdumplocation`},
+		{"dump count without location", map[string]string{"io.microsoft.wcow.processdumpcount": "3"}, nil, errdefs.IsInvalidArgument, "io.microsoft.wcow.processdumpcount"},
+		{"dump type unknown", map[string]string{"io.microsoft.container.processdumplocation": `C:\dumps`, "io.microsoft.wcow.processdumptype": "heap"}, nil, errdefs.IsInvalidArgument,
+			"the dump type is mini or full"},
+		{"dump count zero", map[string]string{"io.microsoft.container.processdumplocation": `C:\dumps`, "io.microsoft.wcow.processdumpcount": "0"}, nil, errdefs.IsInvalidArgument,
+			"the dump count is a whole number from 1"},
+		{"device extensions", map[string]string{"io.microsoft.container.wcow.deviceextensions": `C:\ext.json`}, nil, errdefs.IsInvalidArgument,
+			"io.microsoft.container.wcow.deviceextensions"},
 		{"not a number", map[string]string{"io.microsoft.container.processor.count": "two"}, nil, errdefs.IsInvalidArgument,
 			`annotation io.microsoft.container.processor.count="two" is not a whole number`},
 		{"out of range", map[string]string{"io.microsoft.container.processor.limit": "20000"}, nil, errdefs.IsInvalidArgument,
@@ -100,6 +106,27 @@ func TestAnnotationsRefused(t *testing.T) {
 				t.Errorf("err = %v\nwant one with %q", err, tc.want)
 			}
 		})
+	}
+}
+
+// The process dump annotations become the container's LocalDumps settings,
+// with runhcs's defaults (full dumps, 10 of them).
+func TestProcessDumpAnnotations(t *testing.T) {
+	for _, tc := range []struct {
+		annot map[string]string
+		want  *compute.ProcessDumps
+	}{
+		{nil, nil},
+		{map[string]string{"io.microsoft.container.processdumplocation": `C:\dumps`}, &compute.ProcessDumps{Folder: `C:\dumps`, Type: compute.DumpFull, Count: 10}},
+		{map[string]string{"io.microsoft.container.processdumplocation": `C:\d\{container_id}`, "io.microsoft.wcow.processdumptype": "mini", "io.microsoft.wcow.processdumpcount": "3"},
+			&compute.ProcessDumps{Folder: `C:\d\{container_id}`, Type: compute.DumpMini, Count: 3}},
+	} {
+		spec := baseSpec()
+		spec.Annotations = tc.annot
+		s, _, err := FromSpec(spec, baseRootfs(), hostCPUs)
+		if err != nil || !reflect.DeepEqual(s.ProcessDumps, tc.want) {
+			t.Errorf("%v: dumps %+v, %v; want %+v", tc.annot, s.ProcessDumps, err, tc.want)
+		}
 	}
 }
 

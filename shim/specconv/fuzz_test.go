@@ -112,7 +112,7 @@ func FuzzFromSpec(f *testing.F) {
 		}, useBaseLayer: true},
 		{change: func(s *specs.Spec) { s.Windows.CredentialSpec = 42 }, useBaseLayer: true},
 		{change: func(s *specs.Spec) {
-			s.Windows.Devices = []specs.WindowsDevice{{IDType: "vpci-location-path", ID: "PCIROOT(0)"}}
+			s.Windows.Devices = []specs.WindowsDevice{{IDType: "vpci-location-path", ID: "PCIROOT(0)"}, {IDType: "vpci-location-path"}}
 		}, useBaseLayer: true},
 		{change: func(s *specs.Spec) { s.Process.Env = []string{"A=1", "JUSTNAME"} }, useBaseLayer: true},
 		{change: func(s *specs.Spec) { s.Process.User.AdditionalGids = []uint32{0, 27} }, useBaseLayer: true},
@@ -293,8 +293,8 @@ func checkSettings(t *testing.T, s *compute.Settings, spec *specs.Spec) {
 		t.Fatalf("credential spec %#v dropped", w.CredentialSpec)
 	}
 	for _, d := range s.AssignedDevices {
-		if !guidPattern.MatchString(d) {
-			t.Fatalf("assigned device %q is not a GUID", d)
+		if d.Kind == compute.DeviceClass && !guidPattern.MatchString(d.ID) || d.ID == "" {
+			t.Fatalf("assigned device %+v has no usable id", d)
 		}
 	}
 	n := s.Network

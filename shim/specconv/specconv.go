@@ -62,6 +62,9 @@ func FromSpec(spec *specs.Spec, rootfs []mount.Mount, hostCPUs int) (*compute.Se
 	if err != nil {
 		return nil, nil, err
 	}
+	if s.ProcessDumps, err = processDumpsFrom(spec.Annotations); err != nil {
+		return nil, nil, err
+	}
 	field := "spec.windows.resources"
 	if resources != w.Resources {
 		field += " (with its io.microsoft.container.* annotations)"
@@ -417,22 +420,30 @@ func isJSONObject(b []byte) bool {
 
 var guidPattern = regexp.MustCompile(`^(\{[0-9a-fA-F]{8}(-[0-9a-fA-F]{4}){3}-[0-9a-fA-F]{12}\}|[0-9a-fA-F]{8}(-[0-9a-fA-F]{4}){3}-[0-9a-fA-F]{12})$`)
 
-// devicesFrom takes the device interface classes to assign. Process
-// isolation through HCS schema v1 can assign a whole interface class only.
-func devicesFrom(devices []specs.WindowsDevice) ([]string, error) {
-	var classes []string
+// devicesFrom takes the devices to assign: whole interface classes (idType
+// "class", which containerd's CRI writes, or hcsshim's "vpci-class-guid")
+// and single devices by location path ("vpci-location-path"), as runhcs's
+// parseAssignedDevices (internal/hcsoci/hcsdoc_wcow.go) takes them for
+// process isolation.
+func devicesFrom(devices []specs.WindowsDevice) ([]compute.Device, error) {
+	var out []compute.Device
 	for i, d := range devices {
 		switch d.IDType {
 		case "class", "vpci-class-guid":
+			if !guidPattern.MatchString(d.ID) {
+				return nil, invalid("spec.windows.devices[%d] has id %q, which is not an interface class GUID such as 5B45201D-F2F2-4F3B-85BB-30FF1F953599", i, d.ID)
+			}
+			out = append(out, compute.Device{Kind: compute.DeviceClass, ID: d.ID})
+		case "vpci-location-path":
+			if d.ID == "" {
+				return nil, invalid("spec.windows.devices[%d] has an empty location path: give the device's location path, such as PCIROOT(0)#PCI(0100)", i)
+			}
+			out = append(out, compute.Device{Kind: compute.DeviceLocationPath, ID: d.ID})
 		default:
-			return nil, invalid("spec.windows.devices[%d] has idType %q: winproc assigns device interface classes only (idType \"class\", as in the CRI device class/GUID); other device types need runhcs", i, d.IDType)
+			return nil, invalid("spec.windows.devices[%d] has idType %q: winproc assigns an interface class (idType \"class\" or \"vpci-class-guid\") or one device by location path (\"vpci-location-path\")", i, d.IDType)
 		}
-		if !guidPattern.MatchString(d.ID) {
-			return nil, invalid("spec.windows.devices[%d] has id %q, which is not an interface class GUID such as 5B45201D-F2F2-4F3B-85BB-30FF1F953599", i, d.ID)
-		}
-		classes = append(classes, d.ID)
 	}
-	return classes, nil
+	return out, nil
 }
 
 // processFrom translates a process; field names it in errors.

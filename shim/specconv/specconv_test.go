@@ -238,9 +238,12 @@ func TestFromSpecRejects(t *testing.T) {
 		{"credential spec not JSON", func(s *specs.Spec, _ *[]mount.Mount) { s.Windows.CredentialSpec = "file://cred.json" }, "not a JSON object"},
 		{"credential spec number", func(s *specs.Spec, _ *[]mount.Mount) { s.Windows.CredentialSpec = 42 }, "got a int"},
 		{"credential spec array", func(s *specs.Spec, _ *[]mount.Mount) { s.Windows.CredentialSpec = []any{"a"} }, "spec.windows.credentialSpec"},
-		{"location path device", func(s *specs.Spec, _ *[]mount.Mount) {
-			s.Windows.Devices = []specs.WindowsDevice{{IDType: "vpci-location-path", ID: "PCIROOT(0)"}}
-		}, `idType "vpci-location-path"`},
+		{"unknown device type", func(s *specs.Spec, _ *[]mount.Mount) {
+			s.Windows.Devices = []specs.WindowsDevice{{IDType: "instance", ID: "PCI\\VEN_1"}}
+		}, `idType "instance"`},
+		{"empty location path", func(s *specs.Spec, _ *[]mount.Mount) {
+			s.Windows.Devices = []specs.WindowsDevice{{IDType: "vpci-location-path"}}
+		}, `empty location path`},
 		{"device not a GUID", func(s *specs.Spec, _ *[]mount.Mount) {
 			s.Windows.Devices = []specs.WindowsDevice{{IDType: "class", ID: "gpu"}}
 		}, `id "gpu"`},
@@ -480,6 +483,7 @@ func TestNetworkAndSecurity(t *testing.T) {
 	spec.Windows.Devices = []specs.WindowsDevice{
 		{IDType: "class", ID: "5B45201D-F2F2-4F3B-85BB-30FF1F953599"},
 		{IDType: "vpci-class-guid", ID: "{86e0d1e0-8089-11d0-9ce4-08003e301f73}"},
+		{IDType: "vpci-location-path", ID: "PCIROOT(0)#PCI(0100)"},
 	}
 	spec.Windows.IgnoreFlushesDuringBoot = true
 	s, _, err := FromSpec(spec, baseRootfs(), hostCPUs)
@@ -496,9 +500,13 @@ func TestNetworkAndSecurity(t *testing.T) {
 	if !reflect.DeepEqual(s.Network, wantNet) {
 		t.Errorf("network %#v, want %#v", s.Network, wantNet)
 	}
-	wantDev := []string{"5B45201D-F2F2-4F3B-85BB-30FF1F953599", "{86e0d1e0-8089-11d0-9ce4-08003e301f73}"}
+	wantDev := []compute.Device{
+		{Kind: compute.DeviceClass, ID: "5B45201D-F2F2-4F3B-85BB-30FF1F953599"},
+		{Kind: compute.DeviceClass, ID: "{86e0d1e0-8089-11d0-9ce4-08003e301f73}"},
+		{Kind: compute.DeviceLocationPath, ID: "PCIROOT(0)#PCI(0100)"},
+	}
 	if !reflect.DeepEqual(s.AssignedDevices, wantDev) || !s.IgnoreFlushesDuringBoot {
-		t.Errorf("devices %q, ignore flushes %v", s.AssignedDevices, s.IgnoreFlushesDuringBoot)
+		t.Errorf("devices %+v, ignore flushes %v", s.AssignedDevices, s.IgnoreFlushesDuringBoot)
 	}
 }
 
