@@ -121,7 +121,7 @@ func runPodWith(t *testing.T, n *node.Node, name, cfg string) string {
 	ctx := context.Background()
 	out, err := n.Crictl(ctx, "runp", "--runtime", "winproc", cfg)
 	if err != nil {
-		t.Fatalf("runp %s: %v", name, err)
+		t.Fatalf("runp %s: %v\n%s", name, err, out)
 	}
 	id := lastLine(out)
 	t.Cleanup(func() {

@@ -1,0 +1,3 @@
+module github.com/Microsoft/cosesign1go
+
+go 1.24
