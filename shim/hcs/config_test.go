@@ -132,7 +132,9 @@ func TestContainerConfigFields(t *testing.T) {
 		{"dns search", func(s *compute.Settings) { s.Network.DNSSearchList = []string{"a", "b.c"} }, "DNSSearchList", "a,b.c"},
 		{"unqualified dns", func(s *compute.Settings) { s.Network.AllowUnqualifiedDNSQuery = true }, "AllowUnqualifiedDNSQuery", true},
 		{"credential spec", func(s *compute.Settings) { s.CredentialSpec = `{"a":1}` }, "Credentials", `{"a":1}`},
-		{"devices", func(s *compute.Settings) { s.AssignedDevices = []compute.Device{{Kind: compute.DeviceClass, ID: "G1"}, {Kind: compute.DeviceClass, ID: "G2"}} }, "AssignedDevices", []any{map[string]any{"InterfaceClassGuid": "G1"}, map[string]any{"InterfaceClassGuid": "G2"}}},
+		{"devices", func(s *compute.Settings) {
+			s.AssignedDevices = []compute.Device{{Kind: compute.DeviceClass, ID: "G1"}, {Kind: compute.DeviceClass, ID: "G2"}}
+		}, "AssignedDevices", []any{map[string]any{"InterfaceClassGuid": "G1"}, map[string]any{"InterfaceClassGuid": "G2"}}},
 		{"ignore flushes", func(s *compute.Settings) { s.IgnoreFlushesDuringBoot = true }, "IgnoreFlushesDuringBoot", true},
 	}
 	doc := func(s *compute.Settings) map[string]any {
