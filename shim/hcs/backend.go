@@ -6,35 +6,46 @@ import (
 	"fmt"
 	"io"
 	"runtime"
+	"strings"
 	"time"
 
 	"github.com/containerd/errdefs"
 	"github.com/containerd/log"
 
 	"github.com/winproc/winproc/shim/compute"
+	"github.com/winproc/winproc/shim/hcs/schema2"
 )
 
-// hcsAPI is the part of hcsshim's public API the backend uses. On Windows,
-// windowsAPI implements it with the root hcsshim package, hcn and osversion;
-// tests use a fake. Its documents are the schema-v1 mirrors of config.go and
-// stats.go.
+// hcsAPI is what the backend needs of Windows: compute systems through
+// HCS's schema-v2 API (computeCore over the computecore.dll binding),
+// Container Credential Guard instances, hcsshim's public layer functions,
+// and host facts. On Windows, windowsAPI implements it; the backend's tests
+// use a fake.
 type hcsAPI interface {
-	// createContainer is hcsshim.CreateContainer.
-	createContainer(id string, c *containerConfig) (hcsContainer, error)
-	// openContainer is hcsshim.OpenContainer.
-	openContainer(id string) (hcsContainer, error)
+	// createContainer creates a compute system from its document.
+	createContainer(ctx context.Context, id string, doc *schema2.ComputeSystem) (hcsContainer, error)
+	// openContainer opens an existing compute system.
+	openContainer(ctx context.Context, id string) (hcsContainer, error)
+	// addCredentialGuard makes the Container Credential Guard instance of
+	// container id for a gMSA credential spec; removeCredentialGuard
+	// removes it.
+	addCredentialGuard(id, spec string) (*schema2.ContainerCredentialGuardState, error)
+	removeCredentialGuard(id string) error
 	// layerID is hcsshim.NameToGuid(name).ToString().
 	layerID(name string) (string, error)
 	// activateLayer, prepareLayer, layerMountPath, unprepareLayer and
 	// deactivateLayer are hcsshim's layer functions on the layer directory
-	// path.
+	// path; expandScratch is hcsshim.ExpandScratchSize.
 	activateLayer(path string) error
 	prepareLayer(path string, parents []string) error
 	layerMountPath(path string) (string, error)
 	unprepareLayer(path string) error
 	deactivateLayer(path string) error
-	// namespaceEndpoints is hcn.GetNamespaceEndpointIds.
-	namespaceEndpoints(namespace string) ([]string, error)
+	expandScratch(path string, size uint64) error
+	// resolvePath is go-winio's fs.ResolvePath, which runhcs applies to
+	// every mapped directory: HCS mis-resolves a file's path through a
+	// symbolic link.
+	resolvePath(path string) (string, error)
 	// hostBuild is osversion.Build().
 	hostBuild() uint16
 	// activeProcessors is GetActiveProcessorCount(ALL_PROCESSOR_GROUPS):
@@ -45,36 +56,39 @@ type hcsAPI interface {
 	facts(err error) errFacts
 }
 
-// hcsContainer is hcsshim.Container, as far as the backend uses it.
+// hcsContainer is a compute system handle (coreSystem).
 type hcsContainer interface {
-	Start() error
-	// Shutdown and Terminate return hcsshim's pending error when HCS
-	// accepted the request.
-	Shutdown() error
-	Terminate() error
+	Start(ctx context.Context) error
+	// Shutdown and Terminate return once HCS accepted the request; the
+	// stop shows on Wait.
+	Shutdown(ctx context.Context) error
+	Terminate(ctx context.Context) error
 	// Wait returns when the system has stopped, or when Close closed the
-	// handle (an already-closed error).
+	// handle (errHandleClosed).
 	Wait() error
-	Statistics() (statistics, error)
-	ProcessList() ([]processListItem, error)
-	CreateProcess(c *processConfig) (hcsProcess, error)
+	Properties(ctx context.Context, types ...string) (*schema2.Properties, error)
+	Modify(ctx context.Context, req *schema2.ModifySettingRequest) error
+	SetAffinity(a []groupAffinity) error
+	CreateProcess(ctx context.Context, params *schema2.ProcessParameters) (hcsProcess, error)
 	Close() error
 }
 
-// hcsProcess is hcsshim.Process, as far as the backend uses it; an
-// hcsshim.Process satisfies it as is.
+// hcsProcess is a process handle (coreProcess).
 type hcsProcess interface {
 	Pid() int
-	Kill() error
+	// Signal delivers a console control event by HCS's name (CtrlC,
+	// CtrlBreak, CtrlShutdown).
+	Signal(ctx context.Context, signal string) error
+	Kill(ctx context.Context) error
 	// Wait returns when the process has exited, or when Close closed the
 	// handle.
 	Wait() error
 	ExitCode() (int, error)
-	ResizeConsole(width, height uint16) error
+	ResizeConsole(ctx context.Context, width, height uint16) error
 	// Stdio hands over the pipes HCS created; the caller closes them. A
 	// pipe that was not requested is nil.
 	Stdio() (io.WriteCloser, io.ReadCloser, io.ReadCloser, error)
-	CloseStdin() error
+	CloseStdin(ctx context.Context) error
 	Close() error
 }
 
@@ -152,19 +166,22 @@ func (b *Backend) HostCPUs() int {
 
 // Create mounts the scratch layer over the image layers, then creates the
 // compute system id; it does not start it. On failure everything done is
-// undone in reverse order. The order, as containerd's and runhcs's process
-// isolation path:
+// undone in reverse order. The order, as runhcs's process isolation path
+// (hcsshim internal/hcsoci CreateContainer):
 //
-//  1. refuse what schema v1 or the host cannot do (checkSettings);
-//  2. refuse an existing system id (hcsshim.OpenContainer) before touching
-//     layers that system may be using;
-//  3. resolve the HNS namespace to its endpoints (hcn), for a pod's sandbox
-//     container only (withPodNetwork), and the image layers to their ids
-//     (NameToGuid);
+//  1. refuse what the host cannot do (checkSettings);
+//  2. refuse an existing system id before touching layers that system may
+//     be using;
+//  3. the image layers' ids (NameToGuid), the mapped directories' resolved
+//     paths (fs.ResolvePath), and the document, which catches every
+//     mistake before anything is touched;
 //  4. record the scratch (record.go);
-//  5. ActivateLayer(scratch), PrepareLayer(scratch, parents),
-//     GetLayerMountPath(scratch): the scratch volume;
-//  6. hcsshim.CreateContainer with the schema-v1 document.
+//  5. ExpandScratchSize for a sandbox size, ActivateLayer(scratch),
+//     PrepareLayer(scratch, parents), GetLayerMountPath(scratch): the
+//     scratch volume;
+//  6. the Container Credential Guard instance of a gMSA container;
+//  7. HcsCreateComputeSystem with the schema-v2 document;
+//  8. the silo's processor affinity, before anything runs in it.
 func (b *Backend) Create(ctx context.Context, id string, s *compute.Settings) (compute.System, error) {
 	if err := ctx.Err(); err != nil {
 		return nil, err
@@ -175,7 +192,7 @@ func (b *Backend) Create(ctx context.Context, id string, s *compute.Settings) (c
 	if err := checkSettings(s, b.api.hostBuild()); err != nil {
 		return nil, fmt.Errorf("compute system %s: %w", id, err)
 	}
-	if c, err := b.api.openContainer(id); err == nil {
+	if c, err := b.api.openContainer(ctx, id); err == nil {
 		if cerr := c.Close(); cerr != nil {
 			log.G(ctx).WithError(cerr).WithField("id", id).Warn("close the existing compute system")
 		}
@@ -184,55 +201,90 @@ func (b *Backend) Create(ctx context.Context, id string, s *compute.Settings) (c
 		return nil, classify(fmt.Sprintf("look for an existing compute system %s", id), err, f)
 	}
 
-	s = withPodNetwork(s)
-	endpoints, err := b.endpoints(s.Network)
-	if err != nil {
-		return nil, fmt.Errorf("compute system %s: %w", id, err)
-	}
-	layers := make([]layerRef, 0, len(s.Layers.Parents))
+	layers := make([]schema2.Layer, 0, len(s.Layers.Parents))
 	for _, p := range s.Layers.Parents {
 		lid, err := b.api.layerID(layerName(p))
 		if err != nil {
 			return nil, classify(fmt.Sprintf("layer id of %s", p), err, b.api.facts(err))
 		}
-		layers = append(layers, layerRef{ID: lid, Path: p})
+		layers = append(layers, schema2.Layer{Id: lid, Path: p})
 	}
-	cfg := buildContainerConfig(id, s, layers, endpoints)
+	resolved := *s
+	resolved.MappedDirectories = append([]compute.MappedDirectory(nil), s.MappedDirectories...)
+	for i, d := range resolved.MappedDirectories {
+		p, err := b.api.resolvePath(d.HostPath)
+		if err != nil {
+			return nil, classify(fmt.Sprintf("compute system %s: mount source %s", id, d.HostPath), err, b.api.facts(err))
+		}
+		resolved.MappedDirectories[i].HostPath = p
+	}
+	s = &resolved
+	// The document with placeholders for what is made below: its checks
+	// run before anything is touched.
+	var ccg *schema2.ContainerCredentialGuardState
+	if s.CredentialSpec != "" {
+		ccg = &schema2.ContainerCredentialGuardState{}
+	}
+	if _, err := containerDocument(id, s, mountedStorage{layers: layers, volume: `\\?\Volume{}\`}, ccg); err != nil {
+		return nil, fmt.Errorf("compute system %s: %w", id, err)
+	}
 
 	b.releaseStale(ctx, id)
-	if err := b.records.write(record{ID: id, Scratch: s.Layers.Scratch}); err != nil {
+	rec := record{ID: id, Scratch: s.Layers.Scratch, CredentialGuard: s.CredentialSpec != ""}
+	if err := b.records.write(rec); err != nil {
 		return nil, err
 	}
-	mount, err := b.mountScratch(ctx, s.Layers.Scratch, s.Layers.Parents)
+	undo := func() { b.releaseRecorded(ctx, rec) }
+	if s.SandboxSizeBytes > 0 {
+		if err := b.api.expandScratch(s.Layers.Scratch, s.SandboxSizeBytes); err != nil {
+			b.removeRecord(ctx, id)
+			return nil, classify(fmt.Sprintf("compute system %s: expand the scratch layer %s to %d bytes", id, s.Layers.Scratch, s.SandboxSizeBytes), err, b.api.facts(err))
+		}
+	}
+	volume, err := b.mountScratch(ctx, s.Layers.Scratch, s.Layers.Parents)
 	if err != nil {
 		b.removeRecord(ctx, id)
 		return nil, fmt.Errorf("compute system %s: %w", id, err)
 	}
-	cfg.VolumePath = volumePath(mount)
-
-	if err := ctx.Err(); err != nil {
-		b.unmountScratch(ctx, id, s.Layers.Scratch)
-		return nil, err
+	if s.CredentialSpec != "" {
+		if ccg, err = b.api.addCredentialGuard(id, s.CredentialSpec); err != nil {
+			undo()
+			return nil, classify(fmt.Sprintf("compute system %s: the Container Credential Guard instance of its gMSA credential spec", id), err, b.api.facts(err))
+		}
 	}
-	c, err := b.api.createContainer(id, cfg)
+	doc, err := containerDocument(id, s, mountedStorage{layers: layers, volume: volume}, ccg)
+	if err == nil {
+		err = ctx.Err()
+	}
 	if err != nil {
-		b.unmountScratch(ctx, id, s.Layers.Scratch)
+		undo()
+		return nil, fmt.Errorf("compute system %s: %w", id, err)
+	}
+	c, err := b.api.createContainer(ctx, id, doc)
+	if err != nil {
+		undo()
 		return nil, classify(fmt.Sprintf("create compute system %s", id), err, b.api.facts(err))
 	}
-	return newSystem(b, id, c, s.Layers.Scratch), nil
+	sys := newSystem(b, id, c, rec)
+	if a := s.Resources.CPUAffinity; len(a) > 0 {
+		if err := c.SetAffinity(groupAffinities(a)); err != nil {
+			err = classify(fmt.Sprintf("compute system %s: pin its silo to processors %v", id, a), err, b.api.facts(err))
+			if terr := sys.Terminate(ctx); terr != nil {
+				log.G(ctx).WithError(terr).Warn("terminate a compute system whose affinity failed")
+			}
+			sys.closeAfterStop(ctx)
+			return nil, err
+		}
+	}
+	return sys, nil
 }
 
-// endpoints is the EndpointList of n: its endpoints and its namespace's.
-func (b *Backend) endpoints(n compute.Network) ([]string, error) {
-	var fromNamespace []string
-	if n.Namespace != "" {
-		eps, err := b.api.namespaceEndpoints(n.Namespace)
-		if err != nil {
-			return nil, classify(fmt.Sprintf("endpoints of HNS namespace %s", n.Namespace), err, b.api.facts(err))
-		}
-		fromNamespace = eps
+func groupAffinities(a []compute.CPUGroupAffinity) []groupAffinity {
+	out := make([]groupAffinity, len(a))
+	for i, g := range a {
+		out[i] = groupAffinity{Mask: g.Mask, Group: g.Group}
 	}
-	return mergeEndpoints(n.Endpoints, fromNamespace), nil
+	return out
 }
 
 // mountScratch activates and prepares the scratch over its parents and
@@ -258,7 +310,7 @@ func (b *Backend) mountScratch(ctx context.Context, scratch string, parents []st
 	mount, err := b.api.layerMountPath(scratch)
 	if err != nil {
 		err = classify(fmt.Sprintf("volume of scratch layer %s", scratch), err, b.api.facts(err))
-	} else if volumePath(mount) == "" {
+	} else if strings.TrimRight(mount, `\`) == "" {
 		err = fmt.Errorf("the scratch layer %s has no volume once activated: is it a process-isolation scratch (sandbox.vhdx)?: %w", scratch, errdefs.ErrFailedPrecondition)
 	}
 	if err != nil {
@@ -312,16 +364,34 @@ func stillActive(err error) bool {
 	return errors.As(err, &d)
 }
 
-// unmountScratch releases the scratch of a system that was not created and
-// forgets it.
-func (b *Backend) unmountScratch(ctx context.Context, id, scratch string) {
-	err := b.releaseScratch(scratch)
+// releaseRecorded releases what rec says a system that is not running
+// holds, its Container Credential Guard instance and its scratch, and
+// forgets it once the scratch is released. Failures are logged only.
+func (b *Backend) releaseRecorded(ctx context.Context, rec record) {
+	if err := b.release(rec); err != nil {
+		log.G(ctx).WithError(err).WithField("id", rec.ID).Warn("release what a compute system held")
+	}
+}
+
+// release releases what rec names, then removes the record, unless the
+// scratch is still active.
+func (b *Backend) release(rec record) error {
+	var errs []error
+	if rec.CredentialGuard {
+		if err := b.api.removeCredentialGuard(rec.ID); err != nil && !b.api.facts(err).NotExist {
+			errs = append(errs, classify(fmt.Sprintf("remove the Container Credential Guard instance of %s", rec.ID), err, b.api.facts(err)))
+		}
+	}
+	err := b.releaseScratch(rec.Scratch)
 	if err != nil {
-		log.G(ctx).WithError(err).WithField("scratch", scratch).Warn("release the scratch layer after a failure")
+		errs = append(errs, err)
 	}
 	if !stillActive(err) {
-		b.removeRecord(ctx, id)
+		if rerr := b.records.remove(rec.ID); rerr != nil {
+			errs = append(errs, rerr)
+		}
 	}
+	return errors.Join(errs...)
 }
 
 // releaseStale releases the scratch recorded for id by a system that no
@@ -337,7 +407,7 @@ func (b *Backend) releaseStale(ctx context.Context, id string) {
 		return
 	}
 	log.G(ctx).WithFields(log.Fields{"id": id, "scratch": rec.Scratch}).Info("releasing the scratch layer of a compute system that no longer exists")
-	b.unmountScratch(ctx, id, rec.Scratch)
+	b.releaseRecorded(ctx, *rec)
 }
 
 func (b *Backend) removeRecord(ctx context.Context, id string) {
@@ -346,7 +416,7 @@ func (b *Backend) removeRecord(ctx context.Context, id string) {
 	}
 }
 
-// Open attaches to the existing system id (hcsshim.OpenContainer) for the
+// Open attaches to the existing system id (HcsOpenComputeSystem) for the
 // shim's delete subcommand. Its scratch comes from the record Create wrote;
 // Close releases it once the system has stopped. When the system no longer
 // exists, the recorded scratch is released here, since nothing else will
@@ -355,7 +425,7 @@ func (b *Backend) Open(ctx context.Context, id string) (compute.System, error) {
 	if err := checkID(id); err != nil {
 		return nil, err
 	}
-	c, err := b.api.openContainer(id)
+	c, err := b.api.openContainer(ctx, id)
 	if err != nil {
 		f := b.api.facts(err)
 		// A host without the compute service has no compute system left
@@ -366,7 +436,7 @@ func (b *Backend) Open(ctx context.Context, id string) (compute.System, error) {
 		}
 		return nil, classify(fmt.Sprintf("open compute system %s", id), err, f)
 	}
-	scratch := ""
+	held := record{ID: id}
 	rec, err := b.records.read(id)
 	switch {
 	case err != nil:
@@ -374,7 +444,7 @@ func (b *Backend) Open(ctx context.Context, id string) (compute.System, error) {
 	case rec == nil:
 		log.G(ctx).WithField("id", id).Info("no layer record: closing this compute system will not release its scratch layer")
 	default:
-		scratch = rec.Scratch
+		held = *rec
 	}
-	return newSystem(b, id, c, scratch), nil
+	return newSystem(b, id, c, held), nil
 }

@@ -12,6 +12,7 @@ import (
 	"github.com/containerd/errdefs"
 
 	"github.com/winproc/winproc/shim/compute"
+	"github.com/winproc/winproc/shim/hcs/schema2"
 )
 
 func createSettings() *compute.Settings {
@@ -20,14 +21,14 @@ func createSettings() *compute.Settings {
 			Scratch: `C:\snapshots\9`,
 			Parents: []string{`C:\snapshots\8`, `C:\snapshots\1`},
 		},
-		HostName: "h",
-		Network:  compute.Network{Namespace: "NS", Endpoints: []string{"ep-explicit"}},
+		HostName:          "h",
+		Network:           compute.Network{Namespace: "NS"},
+		MappedDirectories: []compute.MappedDirectory{{HostPath: `C:\data`, ContainerPath: `C:\data`}},
 	}
 }
 
 func TestCreate(t *testing.T) {
 	b, a := testBackend(t)
-	a.namespaces["NS"] = []string{"ep-ns-1", "EP-EXPLICIT"}
 	sys, err := b.Create(context.Background(), "ctr", createSettings())
 	if err != nil {
 		t.Fatal(err)
@@ -37,36 +38,111 @@ func TestCreate(t *testing.T) {
 	}
 	want := []string{
 		"open ctr",
-		"namespace NS",
 		"layerID 8",
 		"layerID 1",
+		`resolve C:\data`,
 		`activate C:\snapshots\9`,
 		`prepare C:\snapshots\9 C:\snapshots\8 C:\snapshots\1`,
 		`mountPath C:\snapshots\9`,
+		"createOperation",
 		"create ctr",
 	}
 	if got := a.callList(); !reflect.DeepEqual(got, want) {
 		t.Errorf("calls:\n got %q\nwant %q", got, want)
 	}
-	c := a.created[0]
-	if c.VolumePath != `\\?\Volume{11111111-2222-3333-4444-555555555555}` {
-		t.Errorf("VolumePath = %q", c.VolumePath)
+	c := a.created[0].Container
+	if c.Storage.Path != `\\?\Volume{11111111-2222-3333-4444-555555555555}\` {
+		t.Errorf("Storage.Path = %q", c.Storage.Path)
 	}
-	if c.LayerFolderPath != `C:\snapshots\9` {
-		t.Errorf("LayerFolderPath = %q", c.LayerFolderPath)
+	if want := []schema2.Layer{{Id: "guid-of-8", Path: `C:\snapshots\8`}, {Id: "guid-of-1", Path: `C:\snapshots\1`}}; !reflect.DeepEqual(c.Storage.Layers, want) {
+		t.Errorf("Layers = %v", c.Storage.Layers)
 	}
-	if want := []layerRef{{ID: "guid-of-8", Path: `C:\snapshots\8`}, {ID: "guid-of-1", Path: `C:\snapshots\1`}}; !reflect.DeepEqual(c.Layers, want) {
-		t.Errorf("Layers = %v", c.Layers)
+	if c.Networking == nil || c.Networking.Namespace != "NS" {
+		t.Errorf("Networking = %+v", c.Networking)
 	}
-	if want := []string{"ep-explicit", "ep-ns-1"}; !reflect.DeepEqual(c.EndpointList, want) {
-		t.Errorf("EndpointList = %v", c.EndpointList)
+	if len(c.MappedDirectories) != 1 || c.MappedDirectories[0].HostPath != `\\?\resolved\C:\data` {
+		t.Errorf("MappedDirectories = %+v, want the resolved host path", c.MappedDirectories)
 	}
-	if c.HostName != "h" || c.Name != "ctr" || c.Owner != "winproc" {
-		t.Errorf("document %+v", c)
+	if c.GuestOs.HostName != "h" || a.created[0].Owner != "winproc" || !a.created[0].ShouldTerminateOnLastHandleClosed {
+		t.Errorf("document %+v", a.created[0])
 	}
 	rec, err := b.records.read("ctr")
-	if err != nil || rec == nil || rec.Scratch != `C:\snapshots\9` {
+	if err != nil || rec == nil || rec.Scratch != `C:\snapshots\9` || rec.CredentialGuard {
 		t.Errorf("record = %+v, %v", rec, err)
+	}
+}
+
+// A gMSA container gets its Container Credential Guard instance before
+// the system is created; the instance goes when the stopped system is
+// closed.
+func TestCreateCredentialGuard(t *testing.T) {
+	b, a := testBackend(t)
+	s := createSettings()
+	s.CredentialSpec = `{"CmsPlugins":["ActiveDirectory"]}`
+	sys, err := b.Create(context.Background(), "ctr", s)
+	if err != nil {
+		t.Fatal(err)
+	}
+	ccg := a.created[0].Container.ContainerCredentialGuard
+	if ccg == nil || ccg.Cookie != "cookie-ctr" || ccg.CredentialSpec != s.CredentialSpec {
+		t.Errorf("ContainerCredentialGuard = %+v", ccg)
+	}
+	if rec, _ := b.records.read("ctr"); rec == nil || !rec.CredentialGuard {
+		t.Errorf("record = %+v", rec)
+	}
+	if err := sys.Terminate(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	within(t, sys.Wait(), "stop")
+	if err := sys.Close(); err != nil {
+		t.Fatal(err)
+	}
+	if len(a.ccg) != 0 {
+		t.Errorf("instances left: %v", a.ccg)
+	}
+	if rec, _ := b.records.read("ctr"); rec != nil {
+		t.Errorf("record left: %+v", rec)
+	}
+}
+
+// Processor affinity pins the silo's job object after the system is
+// created, before it starts, as runhcs.
+func TestCreateAffinity(t *testing.T) {
+	b, a := testBackend(t)
+	s := createSettings()
+	s.Resources.CPUAffinity = []compute.CPUGroupAffinity{{Mask: 0x3, Group: 0}, {Mask: 0x10, Group: 1}}
+	if _, err := b.Create(context.Background(), "ctr", s); err != nil {
+		t.Fatal(err)
+	}
+	calls := a.callList()
+	if last := calls[len(calls)-1]; last != "affinity ctr 0:0x3 1:0x10" {
+		t.Errorf("calls %q, want the affinity set last", calls)
+	}
+
+	// A failed pin undoes the whole creation.
+	b, a = testBackend(t)
+	a.failNext("affinity", syscall.Errno(5))
+	if _, err := b.Create(context.Background(), "ctr", s); !errdefs.IsPermissionDenied(err) {
+		t.Fatalf("Create = %v", err)
+	}
+	if got, want := a.layerCalls(), []string{"activate", "prepare", "mountPath", "unprepare", "deactivate"}; !reflect.DeepEqual(got, want) {
+		t.Errorf("layer calls %q, want %q", got, want)
+	}
+	if rec, _ := b.records.read("ctr"); rec != nil {
+		t.Errorf("record left: %+v", rec)
+	}
+}
+
+// A sandbox size grows the scratch before it is activated.
+func TestCreateSandboxSize(t *testing.T) {
+	b, a := testBackend(t)
+	s := createSettings()
+	s.SandboxSizeBytes = 40 << 30
+	if _, err := b.Create(context.Background(), "ctr", s); err != nil {
+		t.Fatal(err)
+	}
+	if got, want := a.layerCalls(), []string{"expand", "activate", "prepare", "mountPath"}; !reflect.DeepEqual(got, want) {
+		t.Errorf("layer calls %q, want %q", got, want)
 	}
 }
 
@@ -80,18 +156,25 @@ func TestCreateRefusesBeforeTouchingLayers(t *testing.T) {
 	}{
 		{"bad id", `a\b`, func(*fakeAPI, *compute.Settings) {}, errdefs.IsInvalidArgument, nil},
 		{"no layers", "c", func(_ *fakeAPI, s *compute.Settings) { s.Layers.Parents = nil }, errdefs.IsInvalidArgument, nil},
-		{"affinity", "c", func(_ *fakeAPI, s *compute.Settings) {
-			s.Resources.CPUAffinity = []compute.CPUGroupAffinity{{Mask: 1}}
+		{"affinity in two groups before Windows Server 2022", "c", func(a *fakeAPI, s *compute.Settings) {
+			a.build = 17763
+			s.Resources.CPUAffinity = []compute.CPUGroupAffinity{{Mask: 1}, {Mask: 1, Group: 1}}
 		}, errdefs.IsNotImplemented, nil},
-		{"existing system", "c", func(a *fakeAPI, _ *compute.Settings) { a.existing["c"] = newFakeContainer(a, "c") },
-			errdefs.IsAlreadyExists, []string{"open c", "close c"}},
+		{"host before 1809", "c", func(a *fakeAPI, _ *compute.Settings) { a.build = 17134 }, errdefs.IsNotImplemented, nil},
+		{"existing system", "c", func(a *fakeAPI, _ *compute.Settings) { a.existing["c"] = newFakeSystem(a.hcs, "c") },
+			errdefs.IsAlreadyExists, []string{"open c", "createOperation", "properties c", "close c"}},
 		{"HCS unreachable", "c", func(a *fakeAPI, _ *compute.Settings) { a.failNext("open", syscall.Errno(1722)) },
 			errdefs.IsUnavailable, []string{"open c"}},
-		{"namespace missing", "c", func(*fakeAPI, *compute.Settings) {}, errdefs.IsNotFound, []string{"open c", "namespace NS"}},
+		{"no computecore.dll", "c", func(a *fakeAPI, _ *compute.Settings) { a.failNext("open", syscall.Errno(126)) },
+			errdefs.IsUnavailable, []string{"open c"}},
 		{"layer id fails", "c", func(a *fakeAPI, _ *compute.Settings) {
-			a.namespaces["NS"] = nil
 			a.failNext("layerID", errors.New("NameToGuid failed"))
-		}, func(err error) bool { return err != nil }, []string{"open c", "namespace NS", "layerID 8"}},
+		}, func(err error) bool { return err != nil }, []string{"open c", "layerID 8"}},
+		{"mount source missing", "c", func(a *fakeAPI, _ *compute.Settings) {
+			a.failNext("resolve", syscall.Errno(2))
+		}, func(err error) bool { return errors.Is(err, syscall.Errno(2)) }, []string{"open c", "layerID 8", "layerID 1", `resolve C:\data`}},
+		{"endpoint list", "c", func(_ *fakeAPI, s *compute.Settings) { s.Network.Endpoints = []string{"ep"} },
+			errdefs.IsNotImplemented, []string{"open c", "layerID 8", "layerID 1", `resolve C:\data`}},
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
@@ -128,14 +211,23 @@ func TestCreateUndo(t *testing.T) {
 		{"create", boom, []string{"activate", "prepare", "mountPath", "unprepare", "deactivate"}, nil},
 		{"create", syscall.Errno(0x8037010F), []string{"activate", "prepare", "mountPath", "unprepare", "deactivate"}, errdefs.IsAlreadyExists},
 		{"create", syscall.Errno(0x80370101), []string{"activate", "prepare", "mountPath", "unprepare", "deactivate"}, errdefs.IsFailedPrecondition},
+		{"createOperation", boom, []string{"activate", "prepare", "mountPath", "unprepare", "deactivate"}, nil},
 		{"activate", syscall.Errno(5), []string{"activate"}, errdefs.IsPermissionDenied},
 	}
 	for _, tc := range cases {
 		t.Run(fmt.Sprintf("%s %v", tc.failing, tc.err), func(t *testing.T) {
 			b, a := testBackend(t)
-			a.namespaces["NS"] = nil
 			a.failNext(tc.failing, tc.err)
 			_, err := b.Create(context.Background(), "c", createSettings())
+			if tc.failing == "create" {
+				// And the same failure reported by the operation.
+				if !errors.Is(err, tc.err) {
+					t.Fatalf("Create = %v, want it to wrap %v", err, tc.err)
+				}
+				b, a = testBackend(t)
+				a.failOperation(tc.failing, tc.err)
+				_, err = b.Create(context.Background(), "c", createSettings())
+			}
 			if !errors.Is(err, tc.err) {
 				t.Fatalf("Create = %v, want it to wrap %v", err, tc.err)
 			}
@@ -154,7 +246,6 @@ func TestCreateUndo(t *testing.T) {
 
 func TestCreateEmptyVolume(t *testing.T) {
 	b, a := testBackend(t)
-	a.namespaces["NS"] = nil
 	a.mountPath = ""
 	_, err := b.Create(context.Background(), "c", createSettings())
 	if !errdefs.IsFailedPrecondition(err) {
@@ -167,7 +258,6 @@ func TestCreateEmptyVolume(t *testing.T) {
 
 func TestCreateRetriesLayerNotReady(t *testing.T) {
 	b, a := testBackend(t)
-	a.namespaces["NS"] = nil
 	a.failNext("activate", syscall.Errno(21))
 	a.failNext("prepare", syscall.Errno(1167))
 	if _, err := b.Create(context.Background(), "c", createSettings()); err != nil {
@@ -179,7 +269,6 @@ func TestCreateRetriesLayerNotReady(t *testing.T) {
 	}
 
 	b, a = testBackend(t)
-	a.namespaces["NS"] = nil
 	for range layerAttempts {
 		a.failNext("activate", syscall.Errno(21))
 	}
@@ -206,7 +295,6 @@ func TestCreateCanceled(t *testing.T) {
 
 func TestCreateReleasesStaleRecord(t *testing.T) {
 	b, a := testBackend(t)
-	a.namespaces["NS"] = nil
 	if err := b.records.write(record{ID: "c", Scratch: `C:\old`}); err != nil {
 		t.Fatal(err)
 	}
@@ -250,42 +338,5 @@ func TestNewOptions(t *testing.T) {
 	b := newBackend(newFakeAPI(), Options{})
 	if b.drain != DefaultDrainTimeout || b.records.dir != "" {
 		t.Errorf("defaults: %+v", b)
-	}
-}
-
-// TestCreatePodNetwork checks the schema-v1 documents of a pod: the
-// sandbox container takes the namespace's endpoints, the pod's other
-// containers share its network stack instead of attaching the same
-// endpoints again.
-func TestCreatePodNetwork(t *testing.T) {
-	tests := []struct {
-		name          string
-		network       compute.Network
-		wantEndpoints []string
-		wantShared    string
-	}{
-		{"pod sandbox", compute.Network{Namespace: "NS", PodSandbox: "pod1", IsPodSandbox: true}, []string{"ep-ns-1"}, ""},
-		{"pod app container", compute.Network{Namespace: "NS", PodSandbox: "pod1"}, nil, "pod1"},
-		{"outside a pod", compute.Network{Namespace: "NS"}, []string{"ep-ns-1"}, ""},
-		{"shared container named by the spec", compute.Network{Namespace: "NS", PodSandbox: "pod1", SharedContainerName: "other"}, []string{"ep-ns-1"}, "other"},
-		{"host-network pod", compute.Network{PodSandbox: "pod1"}, nil, ""},
-	}
-	for _, tt := range tests {
-		t.Run(tt.name, func(t *testing.T) {
-			b, a := testBackend(t)
-			a.namespaces["NS"] = []string{"ep-ns-1"}
-			s := createSettings()
-			s.Network = tt.network
-			if _, err := b.Create(context.Background(), "ctr", s); err != nil {
-				t.Fatal(err)
-			}
-			c := a.created[0]
-			if !reflect.DeepEqual(c.EndpointList, tt.wantEndpoints) || c.NetworkSharedContainerName != tt.wantShared {
-				t.Errorf("EndpointList %q, NetworkSharedContainerName %q; want %q, %q", c.EndpointList, c.NetworkSharedContainerName, tt.wantEndpoints, tt.wantShared)
-			}
-			if !reflect.DeepEqual(s.Network, tt.network) {
-				t.Errorf("Create changed the caller's settings: %+v", s.Network)
-			}
-		})
 	}
 }

@@ -133,6 +133,10 @@ func errnoFacts(err error) errFacts {
 	if !errors.As(err, &e) {
 		return errFacts{}
 	}
+	// HCS answers Windows errors as HRESULTs (HRESULT_FROM_WIN32).
+	if uint32(e)&0xFFFF0000 == 0x80070000 {
+		e = syscall.Errno(uint32(e) & 0xFFFF)
+	}
 	var f errFacts
 	switch {
 	case hcsCode(e, hcsSystemNotFound), e == errorNotFound:
@@ -187,7 +191,7 @@ func classify(what string, err error, f errFacts) error {
 }
 
 // serviceMissingFix says what to do about ServiceMissing.
-const serviceMissingFix = "the Host Compute Service is not installed on this host (vmcompute.dll); " +
+const serviceMissingFix = "the Host Compute Service is not installed on this host (computecore.dll); " +
 	"install the Containers feature (Install-WindowsFeature -Name Containers, or " +
 	"Enable-WindowsOptionalFeature -Online -FeatureName Containers) and restart"
 

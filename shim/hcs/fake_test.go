@@ -1,7 +1,7 @@
 package hcs
 
 import (
-	"errors"
+	"encoding/json"
 	"fmt"
 	"io"
 	"strings"
@@ -11,44 +11,53 @@ import (
 	"time"
 
 	"github.com/winproc/winproc/internal/winetest"
+	"github.com/winproc/winproc/shim/hcs/schema2"
 )
 
-// The fake of hcsshim behaves as hcsshim's public API does where the
-// backend depends on it: Shutdown and Terminate answer a pending error on
-// success, Close ends Wait with an already-closed error, Kill of an exited
-// process is already-stopped, Stdio hands over the requested pipes.
-
-var errFakeClosed = errors.New("fake hcsshim: the handle has already been closed")
+// The fake of HCS is a binding: it behaves as computecore.dll does where
+// the core depends on it. Operations complete on a goroutine of their own,
+// after the call that started them returned; exits arrive as
+// notifications through hcsEvents, also asynchronously; a handle closed
+// still may receive a notification (the core must drop it).
 
 const (
-	errPending        = syscall.Errno(0xC0370103)
 	errSystemNotFound = syscall.Errno(0xC037010E)
 	errAlreadyStopped = syscall.Errno(0xC0370110)
-	errElementMissing = syscall.Errno(0x490)
+	errProcessStopped = syscall.Errno(0x8037011F)
 	errAlreadyExists  = syscall.Errno(0x8037010F)
 	errInvalidState   = syscall.Errno(0xC0370105)
 )
 
 type fakeAPI struct {
+	*computeCore
+	hcs *fakeHCS
+
 	mu         sync.Mutex
 	calls      []string
-	existing   map[string]*fakeContainer // systems HCS has
-	created    []*containerConfig
-	fail       map[string][]error // errors to return, per call name, in turn
+	existing   map[string]*fakeSystem // systems HCS has
+	created    []*schema2.ComputeSystem
+	fail       map[string][]error // errors the named call returns, in turn
+	failLater  map[string][]error // errors the named call's operation completes with
 	mountPath  string
-	namespaces map[string][]string
 	build      uint16
 	processors uint32 // GetActiveProcessorCount's answer
+	ccg        map[string]string
+	held       map[string]chan struct{} // operations that complete only once released
 }
 
 func newFakeAPI() *fakeAPI {
-	return &fakeAPI{
-		existing:   make(map[string]*fakeContainer),
-		fail:       make(map[string][]error),
-		mountPath:  `\\?\Volume{11111111-2222-3333-4444-555555555555}\`,
-		namespaces: make(map[string][]string),
-		build:      20348,
+	a := &fakeAPI{
+		existing:  make(map[string]*fakeSystem),
+		fail:      make(map[string][]error),
+		failLater: make(map[string][]error),
+		mountPath: `\\?\Volume{11111111-2222-3333-4444-555555555555}\`,
+		build:     20348,
+		ccg:       make(map[string]string),
+		held:      make(map[string]chan struct{}),
 	}
+	a.hcs = &fakeHCS{api: a, handles: make(map[hcsHandle]any)}
+	a.computeCore = &computeCore{api: a.hcs}
+	return a
 }
 
 // call records a call and returns the error queued for it, if any.
@@ -67,10 +76,44 @@ func (a *fakeAPI) call(name string, args ...string) error {
 	return nil
 }
 
+// later is the error queued for the operation of call name.
+func (a *fakeAPI) later(name string) error {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	if q := a.failLater[name]; len(q) > 0 {
+		a.failLater[name] = q[1:]
+		return q[0]
+	}
+	return nil
+}
+
 func (a *fakeAPI) failNext(name string, errs ...error) {
 	a.mu.Lock()
 	defer a.mu.Unlock()
 	a.fail[name] = append(a.fail[name], errs...)
+}
+
+func (a *fakeAPI) failOperation(name string, errs ...error) {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	a.failLater[name] = append(a.failLater[name], errs...)
+}
+
+// hold keeps the operations of call name from completing until the
+// returned release is called (or HCS cancels them).
+func (a *fakeAPI) hold(name string) (release func()) {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	ch := make(chan struct{})
+	a.held[name] = ch
+	var once sync.Once
+	return func() { once.Do(func() { close(ch) }) }
+}
+
+func (a *fakeAPI) heldChan(name string) chan struct{} {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	return a.held[name]
 }
 
 func (a *fakeAPI) callList() []string {
@@ -85,40 +128,11 @@ func (a *fakeAPI) layerCalls() []string {
 	for _, c := range a.callList() {
 		name, _, _ := strings.Cut(c, " ")
 		switch name {
-		case "activate", "prepare", "mountPath", "unprepare", "deactivate":
+		case "activate", "prepare", "mountPath", "unprepare", "deactivate", "expand":
 			out = append(out, name)
 		}
 	}
 	return out
-}
-
-func (a *fakeAPI) createContainer(id string, c *containerConfig) (hcsContainer, error) {
-	if err := a.call("create", id); err != nil {
-		return nil, err
-	}
-	a.mu.Lock()
-	defer a.mu.Unlock()
-	if _, ok := a.existing[id]; ok {
-		return nil, errAlreadyExists
-	}
-	a.created = append(a.created, c)
-	fc := newFakeContainer(a, id)
-	a.existing[id] = fc
-	return fc, nil
-}
-
-func (a *fakeAPI) openContainer(id string) (hcsContainer, error) {
-	if err := a.call("open", id); err != nil {
-		return nil, err
-	}
-	a.mu.Lock()
-	defer a.mu.Unlock()
-	fc, ok := a.existing[id]
-	if !ok {
-		return nil, fmt.Errorf("hcs::OpenComputeSystem %s: %w", id, errSystemNotFound)
-	}
-	// Another handle on the same system: it shares the system's stop.
-	return fc.handle(), nil
 }
 
 func (a *fakeAPI) layerID(name string) (string, error) {
@@ -144,49 +158,480 @@ func (a *fakeAPI) layerMountPath(path string) (string, error) {
 func (a *fakeAPI) unprepareLayer(path string) error  { return a.call("unprepare", path) }
 func (a *fakeAPI) deactivateLayer(path string) error { return a.call("deactivate", path) }
 
-func (a *fakeAPI) namespaceEndpoints(ns string) ([]string, error) {
-	if err := a.call("namespace", ns); err != nil {
-		return nil, err
+func (a *fakeAPI) expandScratch(path string, size uint64) error {
+	return a.call("expand", path, fmt.Sprint(size))
+}
+
+func (a *fakeAPI) resolvePath(path string) (string, error) {
+	if err := a.call("resolve", path); err != nil {
+		return "", err
 	}
-	a.mu.Lock()
-	defer a.mu.Unlock()
-	eps, ok := a.namespaces[ns]
-	if !ok {
-		return nil, fmt.Errorf("namespace %s not found: %w", ns, errElementMissing)
-	}
-	return eps, nil
+	return `\\?\resolved\` + path, nil
 }
 
 func (a *fakeAPI) hostBuild() uint16 { return a.build }
 
 func (a *fakeAPI) activeProcessors() uint32 { return a.processors }
 
-func (a *fakeAPI) facts(err error) errFacts {
-	f := errnoFacts(err)
-	f.AlreadyClosed = errors.Is(err, errFakeClosed)
-	return f
+func (a *fakeAPI) facts(err error) errFacts { return coreFacts(err) }
+
+// fakeHCS is the fake binding.
+type fakeHCS struct {
+	api *fakeAPI
+
+	mu      sync.Mutex
+	next    hcsHandle
+	handles map[hcsHandle]any // *fakeOp, *fakeSystem, *fakeProcess
+	// Operations done; the goroutines that complete them.
+	wg sync.WaitGroup
+}
+
+type fakeOp struct {
+	done     chan struct{}
+	canceled chan struct{}
+	doc      string
+	err      error
+	pipes    processPipes
+}
+
+func (h *fakeHCS) add(v any) hcsHandle {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	h.next++
+	h.handles[h.next] = v
+	return h.next
+}
+
+func (h *fakeHCS) get(x hcsHandle) any {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	return h.handles[x]
+}
+
+func (h *fakeHCS) open() int {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	return len(h.handles)
+}
+
+// complete ends op on a goroutine of its own, as HCS does, with the
+// operation failure queued for name or with f's answer.
+func (h *fakeHCS) complete(op hcsHandle, name string, f func() (string, error)) {
+	o := h.get(op).(*fakeOp)
+	h.wg.Add(1)
+	held := h.api.heldChan(name)
+	go func() {
+		defer h.wg.Done()
+		time.Sleep(time.Millisecond)
+		if held != nil {
+			select {
+			case <-held:
+			case <-o.canceled:
+				o.err = syscall.Errno(0x80370118) // what a cancelled operation reports
+				close(o.done)
+				return
+			}
+		}
+		if err := h.api.later(name); err != nil {
+			o.err = err
+			o.doc = `{"Error":-1,"ErrorMessage":"fake HCS failed ` + name + `"}`
+		} else if f != nil {
+			o.doc, o.err = f()
+		}
+		close(o.done)
+	}()
+}
+
+func (h *fakeHCS) createOperation() (hcsHandle, error) {
+	if err := h.api.call("createOperation"); err != nil {
+		return 0, err
+	}
+	return h.add(&fakeOp{done: make(chan struct{}), canceled: make(chan struct{})}), nil
+}
+
+func (h *fakeHCS) closeOperation(op hcsHandle) {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	delete(h.handles, op)
+}
+
+func (h *fakeHCS) waitOperation(op hcsHandle, timeoutMs uint32) (string, error) {
+	o := h.get(op).(*fakeOp)
+	<-o.done
+	return o.doc, o.err
+}
+
+func (h *fakeHCS) waitOperationProcess(op hcsHandle, timeoutMs uint32) (processPipes, string, error) {
+	o := h.get(op).(*fakeOp)
+	<-o.done
+	return o.pipes, o.doc, o.err
+}
+
+func (h *fakeHCS) operationResult(op hcsHandle) (string, error) { return "", nil }
+
+func (h *fakeHCS) cancelOperation(op hcsHandle) error {
+	if err := h.api.call("cancel"); err != nil {
+		return err
+	}
+	o := h.get(op).(*fakeOp)
+	select {
+	case <-o.canceled:
+	default:
+		close(o.canceled)
+	}
+	return nil
+}
+
+func (h *fakeHCS) createComputeSystem(id, doc string, op hcsHandle) (hcsHandle, error) {
+	if err := h.api.call("create", id); err != nil {
+		return 0, err
+	}
+	a := h.api
+	a.mu.Lock()
+	_, exists := a.existing[id]
+	var cs schema2.ComputeSystem
+	if err := json.Unmarshal([]byte(doc), &cs); err != nil {
+		a.mu.Unlock()
+		return 0, err
+	}
+	var sys *fakeSystem
+	if !exists {
+		a.created = append(a.created, &cs)
+		sys = newFakeSystem(h, id)
+		a.existing[id] = sys
+	}
+	a.mu.Unlock()
+	if exists {
+		h.complete(op, "create", func() (string, error) { return "", errAlreadyExists })
+		return 0, nil
+	}
+	x := h.add(sys)
+	h.complete(op, "create", nil)
+	return x, nil
+}
+
+func (h *fakeHCS) openComputeSystem(id string) (hcsHandle, error) {
+	if err := h.api.call("open", id); err != nil {
+		return 0, err
+	}
+	h.api.mu.Lock()
+	sys, ok := h.api.existing[id]
+	h.api.mu.Unlock()
+	if !ok {
+		return 0, errSystemNotFound
+	}
+	return h.add(sys), nil
+}
+
+func (h *fakeHCS) closeComputeSystem(x hcsHandle) {
+	sys := h.get(x).(*fakeSystem)
+	h.api.call("close", sys.id)
+	h.mu.Lock()
+	delete(h.handles, x)
+	h.mu.Unlock()
+}
+
+func (h *fakeHCS) system(x hcsHandle) *fakeSystem { return h.get(x).(*fakeSystem) }
+
+func (h *fakeHCS) startComputeSystem(x, op hcsHandle) error {
+	sys := h.system(x)
+	if err := h.api.call("start", sys.id); err != nil {
+		return err
+	}
+	h.complete(op, "start", nil)
+	return nil
+}
+
+func (h *fakeHCS) stopCall(name string, x, op hcsHandle) error {
+	sys := h.system(x)
+	if err := h.api.call(name, sys.id); err != nil {
+		return err
+	}
+	h.complete(op, name, func() (string, error) {
+		if sys.isStopped() {
+			return "", errAlreadyStopped
+		}
+		if sys.stopOnShutdown {
+			sys.stop(nil)
+		}
+		return "", nil
+	})
+	return nil
+}
+
+func (h *fakeHCS) shutDownComputeSystem(x, op hcsHandle) error {
+	return h.stopCall("shutdown", x, op)
+}
+
+func (h *fakeHCS) terminateComputeSystem(x, op hcsHandle) error {
+	return h.stopCall("terminate", x, op)
+}
+
+func (h *fakeHCS) modifyComputeSystem(x, op hcsHandle, doc string) error {
+	sys := h.system(x)
+	if err := h.api.call("modify", sys.id); err != nil {
+		return err
+	}
+	sys.mu.Lock()
+	sys.modifies = append(sys.modifies, doc)
+	sys.mu.Unlock()
+	h.complete(op, "modify", nil)
+	return nil
+}
+
+func (h *fakeHCS) getComputeSystemProperties(x, op hcsHandle, query string) error {
+	sys := h.system(x)
+	var q schema2.PropertyQuery
+	if query != "" {
+		if err := json.Unmarshal([]byte(query), &q); err != nil {
+			return err
+		}
+	}
+	name := "properties"
+	for _, t := range q.PropertyTypes {
+		name = map[string]string{schema2.PropertyStatistics: "statistics", schema2.PropertyProcessList: "processList"}[t]
+	}
+	if err := h.api.call(name, sys.id); err != nil {
+		return err
+	}
+	h.complete(op, name, func() (string, error) {
+		sys.mu.Lock()
+		defer sys.mu.Unlock()
+		p := schema2.Properties{Id: sys.id, Stopped: sys.isStopped()}
+		for _, t := range q.PropertyTypes {
+			switch t {
+			case schema2.PropertyStatistics:
+				st := sys.stats
+				p.Statistics = &st
+			case schema2.PropertyProcessList:
+				p.ProcessList = sys.list
+			}
+		}
+		b, err := json.Marshal(p)
+		return string(b), err
+	})
+	return nil
+}
+
+func (h *fakeHCS) setComputeSystemCallback(x hcsHandle, key uintptr) error {
+	sys := h.system(x)
+	sys.mu.Lock()
+	defer sys.mu.Unlock()
+	sys.keys = append(sys.keys, key)
+	return nil
+}
+
+func (h *fakeHCS) createProcess(x hcsHandle, params string, op hcsHandle) (hcsHandle, error) {
+	sys := h.system(x)
+	var pp schema2.ProcessParameters
+	if err := json.Unmarshal([]byte(params), &pp); err != nil {
+		return 0, err
+	}
+	if err := h.api.call("createProcess", sys.id, pp.CommandLine); err != nil {
+		return 0, err
+	}
+	sys.mu.Lock()
+	p := newFakeProcess(h, 100+len(sys.procs), &pp)
+	sys.procs = append(sys.procs, p)
+	sys.mu.Unlock()
+	o := h.get(op).(*fakeOp)
+	o.pipes = processPipes{pid: uint32(p.pid)}
+	if pp.CreateStdInPipe {
+		o.pipes.stdin = p.stdinW
+	}
+	if pp.CreateStdOutPipe {
+		o.pipes.stdout = p.stdoutR
+	}
+	if pp.CreateStdErrPipe {
+		o.pipes.stderr = p.stderrR
+	}
+	h.complete(op, "createProcess", nil)
+	return h.add(p), nil
+}
+
+func (h *fakeHCS) process(x hcsHandle) *fakeProcess { return h.get(x).(*fakeProcess) }
+
+func (h *fakeHCS) closeProcess(x hcsHandle) {
+	p := h.process(x)
+	h.api.call("closeProcess", fmt.Sprint(p.pid))
+	h.mu.Lock()
+	delete(h.handles, x)
+	h.mu.Unlock()
+}
+
+func (h *fakeHCS) signalProcess(x, op hcsHandle, options string) error {
+	p := h.process(x)
+	var o schema2.SignalProcessOptions
+	if err := json.Unmarshal([]byte(options), &o); err != nil {
+		return err
+	}
+	if err := h.api.call("signal", fmt.Sprint(p.pid), o.Signal); err != nil {
+		return err
+	}
+	h.complete(op, "signal", func() (string, error) {
+		if p.hasExited() {
+			return "", errProcessStopped
+		}
+		p.mu.Lock()
+		p.signals = append(p.signals, o.Signal)
+		exits := p.signalExits
+		p.mu.Unlock()
+		if exits {
+			p.exit(0, nil)
+		}
+		return "", nil
+	})
+	return nil
+}
+
+func (h *fakeHCS) terminateProcess(x, op hcsHandle) error {
+	p := h.process(x)
+	if err := h.api.call("kill", fmt.Sprint(p.pid)); err != nil {
+		return err
+	}
+	if p.hasExited() {
+		return errProcessStopped
+	}
+	p.mu.Lock()
+	p.kills++
+	exits := p.killExits
+	p.mu.Unlock()
+	h.complete(op, "kill", func() (string, error) {
+		if exits {
+			p.exit(1, nil)
+		}
+		return "", nil
+	})
+	return nil
+}
+
+func (h *fakeHCS) modifyProcess(x, op hcsHandle, doc string) error {
+	p := h.process(x)
+	var req schema2.ProcessModifyRequest
+	if err := json.Unmarshal([]byte(doc), &req); err != nil {
+		return err
+	}
+	name := map[string]string{schema2.OperationConsoleSize: "resize", schema2.OperationCloseHandle: "closeStdin"}[req.Operation]
+	if err := h.api.call(name, fmt.Sprint(p.pid)); err != nil {
+		return err
+	}
+	p.mu.Lock()
+	switch req.Operation {
+	case schema2.OperationConsoleSize:
+		p.resized = append(p.resized, [2]uint16{req.ConsoleSize.Width, req.ConsoleSize.Height})
+	case schema2.OperationCloseHandle:
+		p.stdinClose++
+	}
+	p.mu.Unlock()
+	h.complete(op, name, nil)
+	return nil
+}
+
+func (h *fakeHCS) getProcessProperties(x, op hcsHandle) error {
+	p := h.process(x)
+	h.complete(op, "processProperties", func() (string, error) {
+		p.mu.Lock()
+		defer p.mu.Unlock()
+		b, err := json.Marshal(schema2.ProcessStatus{ProcessId: uint32(p.pid), Exited: p.hasExited(), ExitCode: uint32(p.code)})
+		return string(b), err
+	})
+	return nil
+}
+
+func (h *fakeHCS) setProcessCallback(x hcsHandle, key uintptr) error {
+	p := h.process(x)
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	p.keys = append(p.keys, key)
+	return nil
+}
+
+func (h *fakeHCS) modifyServiceSettings(doc string) error {
+	var req struct {
+		Settings struct {
+			Operation        string
+			OperationDetails struct{ Id, CredentialSpec string }
+		}
+	}
+	if err := json.Unmarshal([]byte(doc), &req); err != nil {
+		return err
+	}
+	op, d := req.Settings.Operation, req.Settings.OperationDetails
+	if err := h.api.call("ccg"+op, d.Id); err != nil {
+		return err
+	}
+	h.api.mu.Lock()
+	defer h.api.mu.Unlock()
+	if op == schema2.AddInstance {
+		h.api.ccg[d.Id] = d.CredentialSpec
+	} else {
+		delete(h.api.ccg, d.Id)
+	}
+	return nil
+}
+
+func (h *fakeHCS) getServiceProperties(query string) (string, error) {
+	h.api.mu.Lock()
+	defer h.api.mu.Unlock()
+	var info schema2.ContainerCredentialGuardSystemInfo
+	for id, spec := range h.api.ccg {
+		info.Instances = append(info.Instances, schema2.ContainerCredentialGuardInstance{Id: id, CredentialGuard: &schema2.ContainerCredentialGuardState{Cookie: "cookie-" + id, RpcEndpoint: "ep-" + id, Transport: "LRPC", CredentialSpec: spec}})
+	}
+	b, _ := json.Marshal(info)
+	out, err := json.Marshal(schema2.ServiceProperties{Properties: []json.RawMessage{b}})
+	return string(out), err
+}
+
+func (h *fakeHCS) setSiloAffinity(id string, a []groupAffinity) error {
+	args := []string{id}
+	for _, g := range a {
+		args = append(args, fmt.Sprintf("%d:%#x", g.Group, g.Mask))
+	}
+	return h.api.call("affinity", args...)
 }
 
 // fakeSystem is the state HCS keeps for one system, shared by its handles.
 type fakeSystem struct {
-	mu      sync.Mutex
-	stopped chan struct{}
-	stopErr error
-	stats   statistics
-	list    []processListItem
-	procs   []*fakeProcess
+	h  *fakeHCS
+	id string
+
+	mu       sync.Mutex
+	stopped  chan struct{}
+	keys     []uintptr // the callbacks of its handles
+	stats    schema2.Statistics
+	list     []schema2.ProcessDetails
+	procs    []*fakeProcess
+	modifies []string
 	// stopOnShutdown makes Shutdown and Terminate stop the system.
 	stopOnShutdown bool
 }
 
+func newFakeSystem(h *fakeHCS, id string) *fakeSystem {
+	return &fakeSystem{h: h, id: id, stopped: make(chan struct{}), stopOnShutdown: true}
+}
+
+// stop stops the system, and notifies every handle's callback: err, an
+// HRESULT, is the exit status.
 func (s *fakeSystem) stop(err error) {
 	s.mu.Lock()
-	defer s.mu.Unlock()
 	select {
 	case <-s.stopped:
+		s.mu.Unlock()
+		return
 	default:
-		s.stopErr = err
-		close(s.stopped)
+	}
+	close(s.stopped)
+	keys := append([]uintptr(nil), s.keys...)
+	s.mu.Unlock()
+	status := 0
+	if e, ok := err.(syscall.Errno); ok {
+		status = int(int32(uint32(e)))
+	} else if err != nil {
+		status = -1
+	}
+	data := fmt.Sprintf(`{"Status":%d,"ExitType":"fake"}`, status)
+	for _, k := range keys {
+		go hcsEvents.deliver(k, eventSystemExited, data)
 	}
 }
 
@@ -199,127 +644,58 @@ func (s *fakeSystem) isStopped() bool {
 	}
 }
 
-// fakeContainer is one handle on a fakeSystem.
-type fakeContainer struct {
-	api    *fakeAPI
-	id     string
-	sys    *fakeSystem
-	closed chan struct{}
-	once   sync.Once
-}
-
-func newFakeContainer(a *fakeAPI, id string) *fakeContainer {
-	return &fakeContainer{api: a, id: id, sys: &fakeSystem{stopped: make(chan struct{}), stopOnShutdown: true}, closed: make(chan struct{})}
-}
-
-func (c *fakeContainer) handle() *fakeContainer {
-	return &fakeContainer{api: c.api, id: c.id, sys: c.sys, closed: make(chan struct{})}
-}
-
-func (c *fakeContainer) Start() error { return c.api.call("start", c.id) }
-
-func (c *fakeContainer) stopCall(name string) error {
-	if err := c.api.call(name, c.id); err != nil {
-		return err
-	}
-	if c.sys.isStopped() {
-		// hcsshim returns nil internally for a stopped system, and the
-		// public wrapper turns that into pending.
-		return errPending
-	}
-	if c.sys.stopOnShutdown {
-		go c.sys.stop(nil)
-	}
-	return errPending
-}
-
-func (c *fakeContainer) Shutdown() error  { return c.stopCall("shutdown") }
-func (c *fakeContainer) Terminate() error { return c.stopCall("terminate") }
-
-func (c *fakeContainer) Wait() error {
-	select {
-	case <-c.sys.stopped:
-		c.sys.mu.Lock()
-		defer c.sys.mu.Unlock()
-		return c.sys.stopErr
-	case <-c.closed:
-		return errFakeClosed
-	}
-}
-
-func (c *fakeContainer) Statistics() (statistics, error) {
-	if err := c.api.call("statistics", c.id); err != nil {
-		return statistics{}, err
-	}
-	return c.sys.stats, nil
-}
-
-func (c *fakeContainer) ProcessList() ([]processListItem, error) {
-	if err := c.api.call("processList", c.id); err != nil {
-		return nil, err
-	}
-	return c.sys.list, nil
-}
-
-func (c *fakeContainer) CreateProcess(pc *processConfig) (hcsProcess, error) {
-	if err := c.api.call("createProcess", c.id, pc.CommandLine); err != nil {
-		return nil, err
-	}
-	c.sys.mu.Lock()
-	defer c.sys.mu.Unlock()
-	p := newFakeProcess(c.api, 100+len(c.sys.procs), pc)
-	c.sys.procs = append(c.sys.procs, p)
-	return p, nil
-}
-
-func (c *fakeContainer) Close() error {
-	if err := c.api.call("close", c.id); err != nil {
-		return err
-	}
-	c.once.Do(func() { close(c.closed) })
-	return nil
-}
-
 // fakeProcess is an HCS process with pipes: the test writes the process's
 // output to stdoutW and stderrW, and reads its input from stdinR.
 type fakeProcess struct {
-	api    *fakeAPI
+	h      *fakeHCS
 	pid    int
-	config *processConfig
+	config *schema2.ProcessParameters
 
 	stdinR           *io.PipeReader
 	stdinW           *io.PipeWriter
 	stdoutR, stderrR *io.PipeReader
 	stdoutW, stderrW *io.PipeWriter
 
-	mu         sync.Mutex
-	exitedCh   chan struct{}
-	code       int
-	waitErr    error
-	closedCh   chan struct{}
-	closeOnce  sync.Once
-	kills      int
-	killExits  bool // Kill ends the process with code 1
-	stdinClose int
-	resized    [][2]uint16
+	mu          sync.Mutex
+	exitedCh    chan struct{}
+	code        int
+	keys        []uintptr
+	kills       int
+	killExits   bool // Kill ends the process with code 1
+	signals     []string
+	signalExits bool // a console event ends the process with code 0
+	stdinClose  int
+	resized     [][2]uint16
 }
 
-func newFakeProcess(a *fakeAPI, pid int, pc *processConfig) *fakeProcess {
-	p := &fakeProcess{api: a, pid: pid, config: pc, exitedCh: make(chan struct{}), closedCh: make(chan struct{}), killExits: true}
+func newFakeProcess(h *fakeHCS, pid int, pp *schema2.ProcessParameters) *fakeProcess {
+	p := &fakeProcess{h: h, pid: pid, config: pp, exitedCh: make(chan struct{}), killExits: true}
 	p.stdinR, p.stdinW = io.Pipe()
 	p.stdoutR, p.stdoutW = io.Pipe()
 	p.stderrR, p.stderrW = io.Pipe()
 	return p
 }
 
+// exit ends the process with code; a non-nil err is HCS going away
+// instead (a service disconnect).
 func (p *fakeProcess) exit(code int, err error) {
 	p.mu.Lock()
-	defer p.mu.Unlock()
 	select {
 	case <-p.exitedCh:
+		p.mu.Unlock()
+		return
 	default:
-		p.code, p.waitErr = code, err
-		close(p.exitedCh)
+	}
+	p.code = code
+	close(p.exitedCh)
+	keys := append([]uintptr(nil), p.keys...)
+	p.mu.Unlock()
+	for _, k := range keys {
+		if err != nil {
+			go hcsEvents.deliver(k, eventServiceDisconnect, "")
+		} else {
+			go hcsEvents.deliver(k, eventProcessExited, fmt.Sprintf(`{"ProcessId":%d,"Exited":true,"ExitCode":%d}`, p.pid, uint32(code)))
+		}
 	}
 }
 
@@ -332,99 +708,7 @@ func (p *fakeProcess) hasExited() bool {
 	}
 }
 
-func (p *fakeProcess) Pid() int { return p.pid }
-
-func (p *fakeProcess) Kill() error {
-	if err := p.api.call("kill", fmt.Sprint(p.pid)); err != nil {
-		return err
-	}
-	if p.hasExited() {
-		return errAlreadyStopped
-	}
-	p.mu.Lock()
-	p.kills++
-	exits := p.killExits
-	p.mu.Unlock()
-	if exits {
-		go p.exit(1, nil)
-	}
-	return nil
-}
-
-func (p *fakeProcess) Wait() error {
-	select {
-	case <-p.exitedCh:
-		p.mu.Lock()
-		defer p.mu.Unlock()
-		return p.waitErr
-	case <-p.closedCh:
-		return errFakeClosed
-	}
-}
-
-func (p *fakeProcess) ExitCode() (int, error) {
-	select {
-	case <-p.exitedCh:
-		p.mu.Lock()
-		defer p.mu.Unlock()
-		if p.waitErr != nil {
-			return -1, p.waitErr
-		}
-		return p.code, nil
-	case <-p.closedCh:
-		return -1, errFakeClosed
-	default:
-		return -1, errors.New("fake: the process is in an invalid state for the attempted operation")
-	}
-}
-
-func (p *fakeProcess) ResizeConsole(w, h uint16) error {
-	if err := p.api.call("resize", fmt.Sprint(p.pid)); err != nil {
-		return err
-	}
-	p.mu.Lock()
-	defer p.mu.Unlock()
-	p.resized = append(p.resized, [2]uint16{w, h})
-	return nil
-}
-
-func (p *fakeProcess) Stdio() (io.WriteCloser, io.ReadCloser, io.ReadCloser, error) {
-	if err := p.api.call("stdio", fmt.Sprint(p.pid)); err != nil {
-		return nil, nil, nil, err
-	}
-	var in io.WriteCloser
-	var out, errOut io.ReadCloser
-	if p.config.CreateStdInPipe {
-		in = p.stdinW
-	}
-	if p.config.CreateStdOutPipe {
-		out = p.stdoutR
-	}
-	if p.config.CreateStdErrPipe {
-		errOut = p.stderrR
-	}
-	return in, out, errOut, nil
-}
-
-func (p *fakeProcess) CloseStdin() error {
-	if err := p.api.call("closeStdin", fmt.Sprint(p.pid)); err != nil {
-		return err
-	}
-	p.mu.Lock()
-	defer p.mu.Unlock()
-	p.stdinClose++
-	return nil
-}
-
-func (p *fakeProcess) Close() error {
-	if err := p.api.call("closeProcess", fmt.Sprint(p.pid)); err != nil {
-		return err
-	}
-	p.closeOnce.Do(func() { close(p.closedCh) })
-	return nil
-}
-
-// testBackend is a backend over a fake hcsshim with short timings.
+// testBackend is a backend over a fake HCS with short timings.
 func testBackend(t *testing.T) (*Backend, *fakeAPI) {
 	t.Helper()
 	a := newFakeAPI()
@@ -432,6 +716,7 @@ func testBackend(t *testing.T) (*Backend, *fakeAPI) {
 	b.lostProcessTimeout = 200 * time.Millisecond
 	b.closeWaitTimeout = time.Second
 	b.layerRetryDelay = time.Millisecond
+	t.Cleanup(a.hcs.wg.Wait)
 	return b, a
 }
 

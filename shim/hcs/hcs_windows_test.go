@@ -4,15 +4,14 @@ package hcs
 
 import (
 	"context"
-	"encoding/json"
 	"fmt"
-	"reflect"
 	"strings"
 	"syscall"
 	"testing"
+	"unsafe"
 
 	"github.com/Microsoft/hcsshim"
-	"github.com/Microsoft/hcsshim/hcn"
+	"github.com/Microsoft/hcsshim/osversion"
 	"github.com/containerd/errdefs"
 	"golang.org/x/sys/windows"
 
@@ -21,83 +20,10 @@ import (
 )
 
 // These tests run the Windows adapter without HCS (none of them needs
-// vmcompute.dll), so they also run under Wine.
+// computecore.dll), so they also run under Wine.
 
-// jsonMap is v marshalled and read back as a generic document.
-func jsonMap(t *testing.T, v any) any {
-	t.Helper()
-	b, err := json.Marshal(v)
-	if err != nil {
-		t.Fatal(err)
-	}
-	var m any
-	if err := json.Unmarshal(b, &m); err != nil {
-		t.Fatal(err)
-	}
-	return m
-}
-
-// TestHCSContainerConfigSameJSON: the hcsshim document the backend hands
-// to CreateContainer marshals exactly as the mirror the Linux tests check.
-func TestHCSContainerConfigSameJSON(t *testing.T) {
-	s := fullSettings()
-	c := buildContainerConfig("ctr", s, []layerRef{{ID: "g1", Path: `C:\l1`}, {ID: "g2", Path: `C:\l2`}}, []string{"e1", "e2"})
-	c.VolumePath = `\\?\Volume{x}`
-	// The always-zero mapped directory fields too.
-	c.MappedDirectories[0].BandwidthMaximum, c.MappedDirectories[0].IOPSMaximum, c.MappedDirectories[0].CreateInUtilityVM = 1, 2, true
-	c.ProcessorWeight, c.ProcessorMaximum = 3, 4 // every numeric field non-zero
-	got, want := jsonMap(t, toHCSContainerConfig(c)), jsonMap(t, c)
-	if !reflect.DeepEqual(got, want) {
-		t.Errorf("hcsshim document differs from the mirror:\n got %v\nwant %v", got, want)
-	}
-}
-
-func TestHCSProcessConfigSameJSON(t *testing.T) {
-	c := &processConfig{
-		CommandLine: "a", User: "u", WorkingDirectory: `C:\w`, Environment: map[string]string{"K": "V"},
-		EmulateConsole: true, CreateStdInPipe: true, CreateStdOutPipe: true, CreateStdErrPipe: true,
-		ConsoleSize: [2]uint{25, 80},
-	}
-	got, want := jsonMap(t, toHCSProcessConfig(c)), jsonMap(t, c)
-	if !reflect.DeepEqual(got, want) {
-		t.Errorf("hcsshim process document differs:\n got %v\nwant %v", got, want)
-	}
-}
-
-// TestHCSStatisticsCopied reads the same HCS answer into hcsshim's type
-// and the mirror: the copy must equal the mirror.
-func TestHCSStatisticsCopied(t *testing.T) {
-	var h hcsshim.Statistics
-	if err := json.Unmarshal([]byte(hcsStatisticsJSON), &h); err != nil {
-		t.Fatal(err)
-	}
-	var want statistics
-	if err := json.Unmarshal([]byte(hcsStatisticsJSON), &want); err != nil {
-		t.Fatal(err)
-	}
-	if got := statisticsFrom(h); !reflect.DeepEqual(got, want) {
-		t.Errorf("statisticsFrom:\n got %+v\nwant %+v", got, want)
-	}
-}
-
-func TestHCSProcessListCopied(t *testing.T) {
-	const list = `[{"CreateTimestamp":"2024-05-01T09:00:01Z","ImageName":"cmd.exe","KernelTime100ns":1,"MemoryCommitBytes":2,"MemoryWorkingSetPrivateBytes":3,"MemoryWorkingSetSharedBytes":4,"ProcessId":5,"UserTime100ns":6}]`
-	var h []hcsshim.ProcessListItem
-	if err := json.Unmarshal([]byte(list), &h); err != nil {
-		t.Fatal(err)
-	}
-	var want []processListItem
-	if err := json.Unmarshal([]byte(list), &want); err != nil {
-		t.Fatal(err)
-	}
-	if got := processListFrom(h); !reflect.DeepEqual(got, want) {
-		t.Errorf("processListFrom:\n got %+v\nwant %+v", got, want)
-	}
-}
-
-// TestWindowsFacts reads hcsshim's own error values as its public API
-// returns them: wrapped in ContainerError, ProcessError or HcsError, or
-// plain, and wrapped again by the backend.
+// TestWindowsFacts reads HCS's HRESULTs as the binding returns them, and
+// the layer functions' hcsshim errors, plain and wrapped by the backend.
 func TestWindowsFacts(t *testing.T) {
 	var api windowsAPI
 	cases := []struct {
@@ -106,38 +32,20 @@ func TestWindowsFacts(t *testing.T) {
 		check func(errFacts) bool
 		class func(error) bool
 	}{
-		{"container does not exist", &hcsshim.ContainerError{Err: hcsshim.ErrComputeSystemDoesNotExist},
-			func(f errFacts) bool { return f.NotExist }, errdefs.IsNotFound},
-		{"element not found", &hcsshim.ProcessError{Err: hcsshim.ErrElementNotFound},
-			func(f errFacts) bool { return f.NotExist && f.AlreadyStopped }, errdefs.IsNotFound},
-		{"already stopped", &hcsshim.ContainerError{Err: hcsshim.ErrVmcomputeAlreadyStopped},
-			func(f errFacts) bool { return f.AlreadyStopped }, errdefs.IsNotFound},
-		{"pending (Shutdown's success)", &hcsshim.ContainerError{Err: hcsshim.ErrVmcomputeOperationPending, Operation: "hcsshim::ComputeSystem::Shutdown"},
-			func(f errFacts) bool { return f.Pending }, nil},
-		{"closed", hcsshim.ErrAlreadyClosed,
-			func(f errFacts) bool { return f.AlreadyClosed }, errdefs.IsFailedPrecondition},
-		{"Wait after Close, first variant", &hcsshim.ContainerError{Err: hcsshim.ErrHandleClose},
-			func(f errFacts) bool { return f.AlreadyClosed }, errdefs.IsFailedPrecondition},
-		{"Wait after Close of a process", &hcsshim.ProcessError{Err: hcsshim.ErrHandleClose},
-			func(f errFacts) bool { return f.AlreadyClosed }, errdefs.IsFailedPrecondition},
-		{"timeout", &hcsshim.ContainerError{Err: hcsshim.ErrTimeout},
-			func(f errFacts) bool { return f.Timeout }, nil},
-		{"invalid state", &hcsshim.ContainerError{Err: hcsshim.ErrVmcomputeOperationInvalidState},
-			func(f errFacts) bool { return f.InvalidState }, errdefs.IsFailedPrecondition},
-		{"not supported", &hcsshim.ContainerError{Err: hcsshim.ErrVmcomputeInvalidJSON},
-			func(f errFacts) bool { return f.NotSupported }, errdefs.IsNotImplemented},
-		{"lost the service", &hcsshim.ProcessError{Err: hcsshim.ErrUnexpectedProcessAbort},
-			func(f errFacts) bool { return f.Unavailable }, errdefs.IsUnavailable},
-		{"layer not ready", &hcsshim.HcsError{Err: syscall.Errno(21)},
-			func(f errFacts) bool { return f.LayerNotReady }, nil},
-		{"access denied activating a layer", &hcsshim.HcsError{Err: syscall.Errno(5)},
-			func(f errFacts) bool { return f.AccessDenied }, errdefs.IsPermissionDenied},
-		{"already exists", &hcsshim.ContainerError{Err: syscall.Errno(0x8037010F)},
-			func(f errFacts) bool { return f.AlreadyExists }, errdefs.IsAlreadyExists},
-		{"namespace not found", hcn.NamespaceNotFoundError{NamespaceID: "x"},
-			func(f errFacts) bool { return f.NotExist }, errdefs.IsNotFound},
-		{"endpoint not found", hcsshim.EndpointNotFoundError{EndpointName: "x"},
-			func(f errFacts) bool { return f.NotExist }, errdefs.IsNotFound},
+		{"system does not exist", syscall.Errno(0xC037010E), func(f errFacts) bool { return f.NotExist }, errdefs.IsNotFound},
+		{"element not found", syscall.Errno(0x490), func(f errFacts) bool { return f.NotExist && f.AlreadyStopped }, errdefs.IsNotFound},
+		{"already stopped", syscall.Errno(0xC0370110), func(f errFacts) bool { return f.AlreadyStopped }, errdefs.IsNotFound},
+		{"process already stopped", syscall.Errno(0x8037011F), func(f errFacts) bool { return f.AlreadyStopped }, errdefs.IsNotFound},
+		{"closed by the core", errHandleClosed, func(f errFacts) bool { return f.AlreadyClosed }, errdefs.IsFailedPrecondition},
+		{"operation timeout", syscall.Errno(0x80370118), func(f errFacts) bool { return f.Timeout }, nil},
+		{"invalid state", syscall.Errno(0xC0370105), func(f errFacts) bool { return f.InvalidState }, errdefs.IsFailedPrecondition},
+		{"invalid JSON", syscall.Errno(0xC037010D), func(f errFacts) bool { return f.NotSupported }, errdefs.IsNotImplemented},
+		{"service disconnected", errServiceGone, func(f errFacts) bool { return f.Unavailable }, errdefs.IsUnavailable},
+		{"layer not ready", &hcsshim.HcsError{Err: syscall.Errno(21)}, func(f errFacts) bool { return f.LayerNotReady }, nil},
+		{"access denied activating a layer", &hcsshim.HcsError{Err: syscall.Errno(5)}, func(f errFacts) bool { return f.AccessDenied }, errdefs.IsPermissionDenied},
+		{"already exists", syscall.Errno(0x8037010F), func(f errFacts) bool { return f.AlreadyExists }, errdefs.IsAlreadyExists},
+		{"no computecore.dll", syscall.Errno(126), func(f errFacts) bool { return f.ServiceMissing }, nil},
+		{"with HCS's detail", withResult(syscall.Errno(0xC037010E), `{"ErrorMessage":"gone"}`), func(f errFacts) bool { return f.NotExist }, errdefs.IsNotFound},
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
@@ -157,6 +65,48 @@ func TestWindowsFacts(t *testing.T) {
 	}
 }
 
+// The one HCS_EVENT_CALLBACK, called as HCS calls it (a stdcall function
+// of an HCS_EVENT pointer and the context), hands the event to the
+// listener of its key with the event data decoded; a key without a
+// listener drops it.
+func TestEventCallback(t *testing.T) {
+	got := make(chan string, 1)
+	key := hcsEvents.add(func(typ eventType, data string) { got <- fmt.Sprintf("%#x %s", uint32(typ), data) })
+	data, err := windows.UTF16PtrFromString(`{"ExitCode":3,"Exited":true}`)
+	if err != nil {
+		t.Fatal(err)
+	}
+	ev := hcsEvent{Type: uint32(eventProcessExited), EventData: data}
+	syscall.SyscallN(eventCallback, uintptr(unsafe.Pointer(&ev)), key)
+	if s := <-got; s != `0x10000 {"ExitCode":3,"Exited":true}` {
+		t.Errorf("listener got %q", s)
+	}
+	hcsEvents.remove(key)
+	syscall.SyscallN(eventCallback, uintptr(unsafe.Pointer(&ev)), key)
+	syscall.SyscallN(eventCallback, 0, key)
+	select {
+	case s := <-got:
+		t.Errorf("a removed listener got %q", s)
+	default:
+	}
+}
+
+// HRESULTs are errors when negative.
+func TestBindingConversions(t *testing.T) {
+	if err := hresult(0); err != nil {
+		t.Errorf("S_OK = %v", err)
+	}
+	if err := hresult(1); err != nil {
+		t.Errorf("S_FALSE = %v", err)
+	}
+	if err := hresult(uintptr(0xC037010E)); err != syscall.Errno(0xC037010E) {
+		t.Errorf("HCS_E_SYSTEM_NOT_FOUND = %v", err)
+	}
+	if s := takeString(nil); s != "" {
+		t.Errorf("takeString(nil) = %q", s)
+	}
+}
+
 // The real backend counts the processors of every group with
 // GetActiveProcessorCount(ALL_PROCESSOR_GROUPS), which Wine answers too.
 func TestHostCPUsAllGroups(t *testing.T) {
@@ -171,11 +121,11 @@ func TestHostCPUsAllGroups(t *testing.T) {
 }
 
 // A host without the compute service (Wine, or Windows without the
-// Containers feature) has no vmcompute.dll: hcsshim's calls fail with
-// ERROR_MOD_NOT_FOUND. The backend says how to install the service, and
-// Open, which the shim's delete uses, finds no system to clean up.
+// Containers feature) has no computecore.dll: the binding's calls fail
+// with ERROR_MOD_NOT_FOUND. The backend says how to install the service,
+// and Open, which the shim's delete uses, finds no system to clean up.
 func TestNoComputeService(t *testing.T) {
-	if windows.NewLazySystemDLL("vmcompute.dll").Load() == nil {
+	if windows.NewLazySystemDLL("computecore.dll").Load() == nil {
 		t.Skip("this host has the compute service")
 	}
 	b, err := New(Options{StateDir: winetest.TempDir(t)})
@@ -188,6 +138,12 @@ func TestNoComputeService(t *testing.T) {
 		t.Errorf("Open = %v, want NotFound with the fix", err)
 	}
 	_, err = b.Create(ctx, "x", &compute.Settings{Layers: compute.Layers{Scratch: `C:\s\x`, Parents: []string{`C:\l\base`}}})
+	if osversion.Build() < osversion.RS5 {
+		if !errdefs.IsNotImplemented(err) {
+			t.Errorf("Create on build %d = %v, want NotImplemented", osversion.Build(), err)
+		}
+		return
+	}
 	if !errdefs.IsUnavailable(err) || !strings.Contains(err.Error(), serviceMissingFix) {
 		t.Errorf("Create = %v, want Unavailable with the fix", err)
 	}

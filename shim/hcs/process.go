@@ -14,9 +14,9 @@ import (
 	"github.com/winproc/winproc/shim/compute"
 )
 
-// process is a compute.Process over an hcsshim.Process.
+// process is a compute.Process over a process handle.
 //
-// One goroutine (wait) owns hcsshim's Process.Wait: when it returns, the
+// One goroutine (wait) owns the handle's Wait: when it returns, the
 // exit code is read, output is drained for at most the backend's drain
 // timeout, and done is closed.
 type process struct {
@@ -48,11 +48,20 @@ func newProcess(s *system, hp hcsProcess, ps *compute.ProcessSettings, stdin io.
 		done:     make(chan struct{}),
 	}
 	logger := log.L.WithFields(log.Fields{"id": s.id, "pid": p.pid})
-	p.relay = startRelay(stdin, stdout, stderr, ps.Stdin, ps.Stdout, ps.Stderr, hp.CloseStdin, logger)
+	closeStdin := func() error {
+		ctx, cancel := context.WithTimeout(context.Background(), stdinCloseTimeout)
+		defer cancel()
+		return hp.CloseStdin(ctx)
+	}
+	p.relay = startRelay(stdin, stdout, stderr, ps.Stdin, ps.Stdout, ps.Stderr, closeStdin, logger)
 	return p
 }
 
-// wait owns Process.Wait.
+// stdinCloseTimeout bounds HCS's closing of a process's stdin at the end
+// of its input.
+const stdinCloseTimeout = 10 * time.Second
+
+// wait owns the handle's Wait.
 func (p *process) wait() {
 	werr := p.hp.Wait()
 	code, cerr := p.hp.ExitCode()
@@ -101,15 +110,17 @@ func processExit(pid int, werr error, wf errFacts, code int, cerr error, closed,
 
 // systemStopped runs when the process's system stopped before HCS reported
 // the process's exit. runhcs kills such a process to unblock its wait; if
-// even that does not end it, the handle is closed, which ends
-// Process.Wait, and the exit is recorded as lost.
+// even that does not end it, the handle is closed, which ends its Wait,
+// and the exit is recorded as lost.
 func (p *process) systemStopped() {
 	select {
 	case <-p.exited:
 		return
 	default:
 	}
-	if err := p.hp.Kill(); err != nil {
+	ctx, cancel := context.WithTimeout(context.Background(), p.sys.b.lostProcessTimeout)
+	defer cancel()
+	if err := p.hp.Kill(ctx); err != nil {
 		log.L.WithError(err).WithFields(log.Fields{"id": p.sys.id, "pid": p.pid}).Debug("kill a process of a stopped compute system")
 	}
 	t := time.NewTimer(p.sys.b.lostProcessTimeout)
@@ -150,27 +161,35 @@ func (p *process) fail(what string, err error) error {
 	return classify(fmt.Sprintf("%s process %d in compute system %s", what, p.pid, p.sys.id), err, p.sys.b.api.facts(err))
 }
 
-// Signal cannot deliver console control events: the public hcsshim.Process
-// has Kill only (runhcs signals through the internal HcsSignalProcess
-// path). It fails with compute.ErrNotSupported, and the shim falls back.
+// signalNames are HCS's names of the console control events
+// (SignalProcessOptions).
+var signalNames = map[compute.Signal]string{
+	compute.CtrlC:        "CtrlC",
+	compute.CtrlBreak:    "CtrlBreak",
+	compute.CtrlShutdown: "CtrlShutdown",
+}
+
+// Signal is HcsSignalProcess: a console control event to the process.
 func (p *process) Signal(ctx context.Context, s compute.Signal) error {
-	switch s {
-	case compute.CtrlC, compute.CtrlBreak, compute.CtrlShutdown:
-	default:
+	name, ok := signalNames[s]
+	if !ok {
 		return invalid("process %d: %v is not a console control event", p.pid, s)
 	}
 	if err := p.check(); err != nil {
 		return err
 	}
-	return notSupported("process %d: %v: the public HCS schema-v1 API cannot send console control events", p.pid, s)
+	if err := p.hp.Signal(ctx, name); err != nil {
+		return p.fail(fmt.Sprintf("send %v to", s), err)
+	}
+	return nil
 }
 
-// Kill is Process.Kill (HCS's TerminateProcess).
+// Kill is HcsTerminateProcess.
 func (p *process) Kill(ctx context.Context) error {
 	if err := p.check(); err != nil {
 		return err
 	}
-	if err := p.hp.Kill(); err != nil {
+	if err := p.hp.Kill(ctx); err != nil {
 		return p.fail("kill", err)
 	}
 	return nil
@@ -192,7 +211,7 @@ func (p *process) ExitCode() (int, error) {
 	return p.code, p.exitErr
 }
 
-// ResizeConsole is Process.ResizeConsole.
+// ResizeConsole is HcsModifyProcess with a console size.
 func (p *process) ResizeConsole(ctx context.Context, width, height uint16) error {
 	if err := p.check(); err != nil {
 		return err
@@ -200,13 +219,14 @@ func (p *process) ResizeConsole(ctx context.Context, width, height uint16) error
 	if !p.terminal {
 		return fmt.Errorf("process %d has no console: %w", p.pid, errdefs.ErrFailedPrecondition)
 	}
-	if err := p.hp.ResizeConsole(width, height); err != nil {
+	if err := p.hp.ResizeConsole(ctx, width, height); err != nil {
 		return p.fail("resize the console of", err)
 	}
 	return nil
 }
 
-// CloseStdin closes the process's stdin now: Process.CloseStdin and the
+// CloseStdin closes the process's stdin now: HCS's end (HcsModifyProcess)
+// and the
 // backend's end of the pipe. Input the stdin copy has not written yet is
 // dropped; a caller that wants it delivered ends its Stdin instead (EOF),
 // and the copy closes stdin itself once it has written everything.
@@ -240,7 +260,7 @@ func unjoin(err error) []error {
 }
 
 // Close stops the copies and closes the process's pipes and its handle
-// (Process.Close). It neither kills nor waits.
+// (HcsCloseProcess). It neither kills nor waits.
 func (p *process) Close() error {
 	p.mu.Lock()
 	if p.closed {

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"io"
+	"reflect"
 	"strings"
 	"syscall"
 	"testing"
@@ -16,7 +17,7 @@ import (
 )
 
 // started returns a started system with one process created from ps.
-func started(t *testing.T, ps *compute.ProcessSettings) (*fakeAPI, compute.System, *fakeContainer, compute.Process, *fakeProcess) {
+func started(t *testing.T, ps *compute.ProcessSettings) (*fakeAPI, compute.System, *fakeSystem, compute.Process, *fakeProcess) {
 	t.Helper()
 	_, a, sys, fc := created(t)
 	if err := sys.Start(context.Background()); err != nil {
@@ -26,9 +27,9 @@ func started(t *testing.T, ps *compute.ProcessSettings) (*fakeAPI, compute.Syste
 	if err != nil {
 		t.Fatal(err)
 	}
-	fc.sys.mu.Lock()
-	fp := fc.sys.procs[len(fc.sys.procs)-1]
-	fc.sys.mu.Unlock()
+	fc.mu.Lock()
+	fp := fc.procs[len(fc.procs)-1]
+	fc.mu.Unlock()
 	return a, sys, fc, p, fp
 }
 
@@ -169,31 +170,44 @@ func TestProcessKill(t *testing.T) {
 	fp.exit(0, nil)
 }
 
-func TestProcessSignalNotSupported(t *testing.T) {
-	_, _, _, p, fp := started(t, &compute.ProcessSettings{CommandLine: "x"})
+// Console control events go to HCS by name (HcsSignalProcess); one the
+// process already exited for is NotFound.
+func TestProcessSignal(t *testing.T) {
+	a, _, _, p, fp := started(t, &compute.ProcessSettings{CommandLine: "x"})
 	for _, s := range []compute.Signal{compute.CtrlC, compute.CtrlBreak, compute.CtrlShutdown} {
-		err := p.Signal(context.Background(), s)
-		if !errors.Is(err, compute.ErrNotSupported) || !errdefs.IsNotImplemented(err) {
+		if err := p.Signal(context.Background(), s); err != nil {
 			t.Errorf("Signal(%v) = %v", s, err)
 		}
-		if !strings.Contains(err.Error(), s.String()) {
-			t.Errorf("Signal(%v) error does not name the event: %v", s, err)
-		}
 	}
+	fp.mu.Lock()
+	if want := []string{"CtrlC", "CtrlBreak", "CtrlShutdown"}; !reflect.DeepEqual(fp.signals, want) || fp.kills != 0 {
+		t.Errorf("HCS got %q and %d kills, want %q and none", fp.signals, fp.kills, want)
+	}
+	fp.signalExits = true
+	fp.mu.Unlock()
 	if err := p.Signal(context.Background(), compute.Signal(9)); !errdefs.IsInvalidArgument(err) {
 		t.Errorf("Signal(9) = %v", err)
 	}
-	fp.mu.Lock()
-	if fp.kills != 0 {
-		t.Error("Signal killed the process")
+	a.failOperation("signal", syscall.Errno(0x80070005))
+	if err := p.Signal(context.Background(), compute.CtrlC); !errdefs.IsPermissionDenied(err) || !strings.Contains(err.Error(), "CTRL_C_EVENT") {
+		t.Errorf("a refused Signal = %v", err)
 	}
-	fp.mu.Unlock()
-	fp.exit(0, nil)
+	// The process handles CTRL_SHUTDOWN_EVENT and exits 0.
+	if err := p.Signal(context.Background(), compute.CtrlShutdown); err != nil {
+		t.Fatal(err)
+	}
+	within(t, p.Wait(), "exit after the console event")
+	if code, err := p.ExitCode(); code != 0 || err != nil {
+		t.Errorf("ExitCode = %d, %v", code, err)
+	}
+	if err := p.Signal(context.Background(), compute.CtrlC); !errdefs.IsNotFound(err) {
+		t.Errorf("Signal after the exit = %v", err)
+	}
 }
 
 func TestProcessResizeConsole(t *testing.T) {
 	_, _, _, p, fp := started(t, &compute.ProcessSettings{CommandLine: "x", Terminal: true, ConsoleWidth: 80, ConsoleHeight: 25, Stdout: io.Discard})
-	if fp.config.ConsoleSize != [2]uint{25, 80} || !fp.config.EmulateConsole {
+	if !reflect.DeepEqual(fp.config.ConsoleSize, []int32{25, 80}) || !fp.config.EmulateConsole {
 		t.Errorf("console %+v", fp.config)
 	}
 	if err := p.ResizeConsole(context.Background(), 120, 40); err != nil {
@@ -285,7 +299,7 @@ func TestProcessCreateErrors(t *testing.T) {
 	if !errors.Is(err, notFound) || errdefs.IsNotFound(err) {
 		t.Errorf("CreateProcess of a missing program = %v (must not look like a gone system)", err)
 	}
-	a.failNext("stdio", errors.New("no pipes"))
+	a.failOperation("createProcess", errors.New("no pipes"))
 	if _, err := sys.CreateProcess(context.Background(), &compute.ProcessSettings{CommandLine: "x", Stdout: io.Discard}); err == nil {
 		t.Error("CreateProcess hid the stdio failure")
 	}
@@ -299,7 +313,7 @@ func TestProcessCreateErrors(t *testing.T) {
 // report, the process is killed (as runhcs does), which ends it.
 func TestProcessKilledWhenSystemStops(t *testing.T) {
 	_, _, fc, p, fp := startedWithSystem(t)
-	fc.sys.stop(nil)
+	fc.stop(nil)
 	within(t, p.Wait(), "process Wait after its system stopped")
 	fp.mu.Lock()
 	if fp.kills != 1 {
@@ -318,13 +332,13 @@ func TestProcessLostWhenSystemStops(t *testing.T) {
 	fp.mu.Lock()
 	fp.killExits = false
 	fp.mu.Unlock()
-	fc.sys.stop(nil)
+	fc.stop(nil)
 	within(t, p.Wait(), "process Wait after its system stopped")
 	if _, err := p.ExitCode(); !errdefs.IsUnavailable(err) {
 		t.Errorf("ExitCode = %v", err)
 	}
 }
 
-func startedWithSystem(t *testing.T) (*fakeAPI, compute.System, *fakeContainer, compute.Process, *fakeProcess) {
+func startedWithSystem(t *testing.T) (*fakeAPI, compute.System, *fakeSystem, compute.Process, *fakeProcess) {
 	return started(t, &compute.ProcessSettings{CommandLine: "x"})
 }

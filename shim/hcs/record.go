@@ -24,6 +24,10 @@ type record struct {
 	// Scratch is the scratch layer directory the system activated and
 	// prepared.
 	Scratch string `json:"scratch"`
+	// CredentialGuard is set while the system has a Container Credential
+	// Guard instance (a gMSA container), which is removed with the
+	// scratch.
+	CredentialGuard bool `json:"credentialGuard,omitempty"`
 }
 
 // idPattern is what a system id may look like to name its record: what

@@ -5,53 +5,8 @@ import (
 	"time"
 
 	"github.com/winproc/winproc/shim/compute"
+	"github.com/winproc/winproc/shim/hcs/schema2"
 )
-
-// statistics is hcsshim.Statistics without the per-endpoint network
-// statistics, which compute.Stats does not carry. Its JSON names are
-// schema1's, as HCS reports them.
-type statistics struct {
-	Timestamp          time.Time      `json:",omitempty"`
-	ContainerStartTime time.Time      `json:",omitempty"`
-	Uptime100ns        uint64         `json:",omitempty"`
-	Memory             memoryStats    `json:",omitempty"`
-	Processor          processorStats `json:",omitempty"`
-	Storage            storageStats   `json:",omitempty"`
-}
-
-// memoryStats is hcsshim.MemoryStats.
-type memoryStats struct {
-	UsageCommitBytes            uint64 `json:"MemoryUsageCommitBytes,omitempty"`
-	UsageCommitPeakBytes        uint64 `json:"MemoryUsageCommitPeakBytes,omitempty"`
-	UsagePrivateWorkingSetBytes uint64 `json:"MemoryUsagePrivateWorkingSetBytes,omitempty"`
-}
-
-// processorStats is hcsshim.ProcessorStats.
-type processorStats struct {
-	TotalRuntime100ns  uint64 `json:",omitempty"`
-	RuntimeUser100ns   uint64 `json:",omitempty"`
-	RuntimeKernel100ns uint64 `json:",omitempty"`
-}
-
-// storageStats is hcsshim.StorageStats.
-type storageStats struct {
-	ReadCountNormalized  uint64 `json:",omitempty"`
-	ReadSizeBytes        uint64 `json:",omitempty"`
-	WriteCountNormalized uint64 `json:",omitempty"`
-	WriteSizeBytes       uint64 `json:",omitempty"`
-}
-
-// processListItem is hcsshim.ProcessListItem.
-type processListItem struct {
-	CreateTimestamp              time.Time `json:",omitempty"`
-	ImageName                    string    `json:",omitempty"`
-	KernelTime100ns              uint64    `json:",omitempty"`
-	MemoryCommitBytes            uint64    `json:",omitempty"`
-	MemoryWorkingSetPrivateBytes uint64    `json:",omitempty"`
-	MemoryWorkingSetSharedBytes  uint64    `json:",omitempty"`
-	ProcessId                    uint32    `json:",omitempty"`
-	UserTime100ns                uint64    `json:",omitempty"`
-}
 
 // ticksToNS converts HCS's 100 ns units to nanoseconds, saturating rather
 // than wrapping (the multiplication overflows after some 58,000 years).
@@ -72,8 +27,22 @@ func ticksToDuration(ticks uint64) time.Duration {
 }
 
 // convertStats is what runhcs reports to containerd as
-// WindowsContainerStatistics. A sample without a timestamp is stamped now.
-func convertStats(s statistics, now time.Time) *compute.Stats {
+// WindowsContainerStatistics. A sample without a timestamp is stamped now;
+// a missing section is zero.
+func convertStats(st *schema2.Statistics, now time.Time) *compute.Stats {
+	s := schema2.Statistics{Processor: &schema2.ProcessorStats{}, Memory: &schema2.MemoryStats{}, Storage: &schema2.StorageStats{}}
+	if st != nil {
+		s.Timestamp, s.ContainerStartTime, s.Uptime100ns = st.Timestamp, st.ContainerStartTime, st.Uptime100ns
+		if st.Processor != nil {
+			s.Processor = st.Processor
+		}
+		if st.Memory != nil {
+			s.Memory = st.Memory
+		}
+		if st.Storage != nil {
+			s.Storage = st.Storage
+		}
+	}
 	out := &compute.Stats{
 		Timestamp:          s.Timestamp,
 		ContainerStartTime: s.ContainerStartTime,
@@ -84,9 +53,9 @@ func convertStats(s statistics, now time.Time) *compute.Stats {
 			RuntimeKernelNS: ticksToNS(s.Processor.RuntimeKernel100ns),
 		},
 		Memory: compute.MemoryStats{
-			CommitBytes:            s.Memory.UsageCommitBytes,
-			CommitPeakBytes:        s.Memory.UsageCommitPeakBytes,
-			PrivateWorkingSetBytes: s.Memory.UsagePrivateWorkingSetBytes,
+			CommitBytes:            s.Memory.MemoryUsageCommitBytes,
+			CommitPeakBytes:        s.Memory.MemoryUsageCommitPeakBytes,
+			PrivateWorkingSetBytes: s.Memory.MemoryUsagePrivateWorkingSetBytes,
 		},
 		Storage: compute.StorageStats{
 			ReadCount:  s.Storage.ReadCountNormalized,
@@ -102,7 +71,7 @@ func convertStats(s statistics, now time.Time) *compute.Stats {
 }
 
 // convertProcessList is the system's process list for the task's Pids.
-func convertProcessList(items []processListItem) []compute.ProcessInfo {
+func convertProcessList(items []schema2.ProcessDetails) []compute.ProcessInfo {
 	out := make([]compute.ProcessInfo, 0, len(items))
 	for _, p := range items {
 		out = append(out, compute.ProcessInfo{

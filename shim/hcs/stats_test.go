@@ -8,10 +8,11 @@ import (
 	"time"
 
 	"github.com/winproc/winproc/shim/compute"
+	"github.com/winproc/winproc/shim/hcs/schema2"
 )
 
-// hcsStatisticsJSON is a Statistics property as HCS reports it (schema-v1
-// names), with every field distinct.
+// hcsStatisticsJSON is a Statistics property as HCS reports it, with every
+// field distinct.
 const hcsStatisticsJSON = `{
 	"Timestamp": "2024-05-01T10:00:00Z",
 	"ContainerStartTime": "2024-05-01T09:00:00Z",
@@ -36,12 +37,12 @@ const hcsStatisticsJSON = `{
 }`
 
 func TestConvertStats(t *testing.T) {
-	var s statistics
+	var s schema2.Statistics
 	if err := json.Unmarshal([]byte(hcsStatisticsJSON), &s); err != nil {
 		t.Fatal(err)
 	}
 	now := time.Date(2030, 1, 1, 0, 0, 0, 0, time.UTC)
-	got := convertStats(s, now)
+	got := convertStats(&s, now)
 	want := &compute.Stats{
 		Timestamp:          time.Date(2024, 5, 1, 10, 0, 0, 0, time.UTC),
 		ContainerStartTime: time.Date(2024, 5, 1, 9, 0, 0, 0, time.UTC),
@@ -54,8 +55,10 @@ func TestConvertStats(t *testing.T) {
 		t.Errorf("convertStats:\n got %+v\nwant %+v", got, want)
 	}
 
-	if got := convertStats(statistics{}, now); !got.Timestamp.Equal(now) {
-		t.Errorf("a sample without a timestamp is stamped %v, want %v", got.Timestamp, now)
+	for _, s := range []*schema2.Statistics{{}, nil} {
+		if got := convertStats(s, now); !got.Timestamp.Equal(now) || got.CPU.TotalRuntimeNS != 0 {
+			t.Errorf("a sample without a timestamp or sections is %+v, want stamped %v and zero", got, now)
+		}
 	}
 }
 
@@ -87,9 +90,9 @@ func TestConvertProcessList(t *testing.T) {
 		{"CreateTimestamp": "2024-05-01T09:00:01Z", "ImageName": "cmd.exe", "KernelTime100ns": 30,
 		 "MemoryCommitBytes": 31, "MemoryWorkingSetPrivateBytes": 32, "MemoryWorkingSetSharedBytes": 33,
 		 "ProcessId": 4242, "UserTime100ns": 34},
-		{"ImageName": "System"}
+		{"ImageName": "System", "MemoryCommitBytes": 5000000000}
 	]`
-	var items []processListItem
+	var items []schema2.ProcessDetails
 	if err := json.Unmarshal([]byte(list), &items); err != nil {
 		t.Fatal(err)
 	}
@@ -105,7 +108,8 @@ func TestConvertProcessList(t *testing.T) {
 			MemoryWorkingSetPrivateBytes: 32,
 			MemoryWorkingSetSharedBytes:  33,
 		},
-		{ImageName: "System"},
+		// Counters past 32 bits (hcsshim's ProcessDetails has int32).
+		{ImageName: "System", MemoryCommitBytes: 5000000000},
 	}
 	if !reflect.DeepEqual(got, want) {
 		t.Errorf("convertProcessList:\n got %+v\nwant %+v", got, want)

@@ -4,7 +4,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"strings"
 	"sync"
 	"time"
 
@@ -12,21 +11,23 @@ import (
 	"github.com/containerd/log"
 
 	"github.com/winproc/winproc/shim/compute"
+	"github.com/winproc/winproc/shim/hcs/schema2"
 )
 
-// system is a compute.System over an hcsshim.Container.
+// system is a compute.System over a compute system handle.
 //
-// One goroutine (wait) owns hcsshim's Container.Wait for the life of the
-// handle and closes done when it returns: when the system stopped, or when
-// Close closed the handle first. Only a system that really stopped has its
-// scratch released by Close.
+// One goroutine (wait) owns the handle's Wait for the life of the handle
+// and closes done when it returns: when the system stopped, or when Close
+// closed the handle first. Only a system that really stopped has what it
+// held released by Close.
 type system struct {
 	b  *Backend
 	id string
 	c  hcsContainer
-	// scratch is the scratch layer Close releases; "" when unknown (an
-	// opened system without a record).
-	scratch string
+	// held is what Close releases: the scratch layer ("" when unknown: an
+	// opened system without a record) and the Container Credential Guard
+	// instance.
+	held record
 
 	done chan struct{} // closed when wait has recorded the stop
 
@@ -40,20 +41,20 @@ type system struct {
 
 var _ compute.System = (*system)(nil)
 
-func newSystem(b *Backend, id string, c hcsContainer, scratch string) *system {
+func newSystem(b *Backend, id string, c hcsContainer, held record) *system {
 	s := &system{
-		b:       b,
-		id:      id,
-		c:       c,
-		scratch: scratch,
-		done:    make(chan struct{}),
-		procs:   make(map[*process]struct{}),
+		b:     b,
+		id:    id,
+		c:     c,
+		held:  held,
+		done:  make(chan struct{}),
+		procs: make(map[*process]struct{}),
 	}
 	go s.wait()
 	return s
 }
 
-// wait owns Container.Wait.
+// wait owns the handle's Wait.
 func (s *system) wait() {
 	err := s.c.Wait()
 	f := s.b.api.facts(err)
@@ -74,7 +75,7 @@ func (s *system) wait() {
 	}
 }
 
-// systemExit reads Container.Wait's result: whether the system stopped and
+// systemExit reads the handle's Wait result: whether the system stopped and
 // why (compute.System.ExitError). A requested Shutdown or Terminate is a
 // clean stop whatever HCS says; an already-closed error means the handle
 // was closed before the system stopped.
@@ -83,7 +84,7 @@ func systemExit(id string, err error, f errFacts, closed, requested bool) (bool,
 	case err != nil && f.AlreadyClosed && closed:
 		return false, fmt.Errorf("compute system %s: the handle was closed before the system stopped: %w", id, errdefs.ErrFailedPrecondition)
 	case err != nil && f.AlreadyClosed:
-		return false, fmt.Errorf("compute system %s: hcsshim closed the handle before the system stopped: %w", id, errdefs.ErrUnavailable)
+		return false, fmt.Errorf("compute system %s: the handle was lost before the system stopped: %w", id, errdefs.ErrUnavailable)
 	case requested || err == nil:
 		return true, nil
 	}
@@ -118,7 +119,7 @@ func (s *system) fail(what string, err error) error {
 	return classify(fmt.Sprintf("%s compute system %s", what, s.id), err, s.b.api.facts(err))
 }
 
-// Start is Container.Start.
+// Start is HcsStartComputeSystem.
 func (s *system) Start(ctx context.Context) error {
 	if err := ctx.Err(); err != nil {
 		return err
@@ -126,27 +127,27 @@ func (s *system) Start(ctx context.Context) error {
 	if err := s.check(); err != nil {
 		return err
 	}
-	if err := s.c.Start(); err != nil {
+	if err := s.c.Start(ctx); err != nil {
 		return s.fail("start", err)
 	}
 	return nil
 }
 
-// Shutdown is Container.Shutdown: HCS sends CTRL_SHUTDOWN_EVENT to the
-// system's processes and stops it when they have exited. hcsshim answers a
-// request HCS accepted with a pending error; that is success, and the stop
-// shows on Wait (compute.System.Shutdown does not wait: the caller bounds
-// its wait on Wait with its own deadline, then Terminates).
+// Shutdown is HcsShutDownComputeSystem: HCS sends CTRL_SHUTDOWN_EVENT to
+// the system's processes and stops it when they have exited. It returns
+// once HCS accepted the request, and the stop shows on Wait
+// (compute.System.Shutdown does not wait: the caller bounds its wait on
+// Wait with its own deadline, then Terminates).
 func (s *system) Shutdown(ctx context.Context) error {
 	return s.stop(ctx, "shut down", s.c.Shutdown)
 }
 
-// Terminate is Container.Terminate, with the same pending handling.
+// Terminate is HcsTerminateComputeSystem, likewise.
 func (s *system) Terminate(ctx context.Context) error {
 	return s.stop(ctx, "terminate", s.c.Terminate)
 }
 
-func (s *system) stop(ctx context.Context, what string, call func() error) error {
+func (s *system) stop(ctx context.Context, what string, call func(context.Context) error) error {
 	if err := ctx.Err(); err != nil {
 		return err
 	}
@@ -158,7 +159,7 @@ func (s *system) stop(ctx context.Context, what string, call func() error) error
 	wasRequested := s.stopRequested
 	s.stopRequested = true
 	s.mu.Unlock()
-	err := call()
+	err := call(ctx)
 	f := s.b.api.facts(err)
 	accepted, err := stopResult(err, f)
 	if !accepted {
@@ -176,8 +177,8 @@ func (s *system) stop(ctx context.Context, what string, call func() error) error
 	return nil
 }
 
-// stopResult reads Container.Shutdown's or Terminate's error: whether HCS
-// accepted the request, and the error to report. Pending is accepted. A
+// stopResult reads Shutdown's or Terminate's error: whether HCS accepted
+// the request, and the error to report. Pending is accepted. A
 // system that has already stopped or is gone is not an acceptance; its
 // error classifies as NotFound.
 func stopResult(err error, f errFacts) (accepted bool, _ error) {
@@ -203,7 +204,7 @@ func (s *system) ExitError() error {
 	return s.exitErr
 }
 
-// Stats is Container.Statistics.
+// Stats is the system's Statistics property.
 func (s *system) Stats(ctx context.Context) (*compute.Stats, error) {
 	if err := ctx.Err(); err != nil {
 		return nil, err
@@ -211,14 +212,14 @@ func (s *system) Stats(ctx context.Context) (*compute.Stats, error) {
 	if err := s.check(); err != nil {
 		return nil, err
 	}
-	st, err := s.c.Statistics()
+	p, err := s.c.Properties(ctx, schema2.PropertyStatistics)
 	if err != nil {
 		return nil, s.queryFailed("statistics of", err)
 	}
-	return convertStats(st, time.Now()), nil
+	return convertStats(p.Statistics, time.Now()), nil
 }
 
-// ProcessList is Container.ProcessList.
+// ProcessList is the system's ProcessList property.
 func (s *system) ProcessList(ctx context.Context) ([]compute.ProcessInfo, error) {
 	if err := ctx.Err(); err != nil {
 		return nil, err
@@ -226,11 +227,11 @@ func (s *system) ProcessList(ctx context.Context) ([]compute.ProcessInfo, error)
 	if err := s.check(); err != nil {
 		return nil, err
 	}
-	items, err := s.c.ProcessList()
+	p, err := s.c.Properties(ctx, schema2.PropertyProcessList)
 	if err != nil {
 		return nil, s.queryFailed("process list of", err)
 	}
-	return convertProcessList(items), nil
+	return convertProcessList(p.ProcessList), nil
 }
 
 // queryFailed classifies a failed property query; a system in the middle
@@ -243,10 +244,12 @@ func (s *system) queryFailed(what string, err error) error {
 	return classify(fmt.Sprintf("%s compute system %s", what, s.id), err, f)
 }
 
-// Modify cannot change limits: the public v1 Container.Modify takes
-// network requests only, and runhcs changes CPU and memory limits of a
-// running container through internal schema-v2 paths. A request that
-// changes nothing succeeds.
+// Modify changes the limits of the running container as runhcs does
+// (cmd/containerd-shim-runhcs-v1 task_hcs.go updateWCOWResources): the
+// memory limit in MiB, rounded up to an even number, at
+// Container/Memory/SizeInMB; a processor count, maximum or weight at
+// Container/Processor; the affinity on the silo's job object. Storage
+// limits cannot change.
 func (s *system) Modify(ctx context.Context, r compute.Resources) error {
 	if err := ctx.Err(); err != nil {
 		return err
@@ -254,57 +257,63 @@ func (s *system) Modify(ctx context.Context, r compute.Resources) error {
 	if err := s.check(); err != nil {
 		return err
 	}
-	if fields := changedResources(r); len(fields) > 0 {
-		return notSupported("compute system %s: changing %s of a running container needs HCS schema v2, which the public hcsshim API does not offer; the HCS backend uses schema v1", s.id, strings.Join(fields, ", "))
+	if r.StorageIOPSMaximum != 0 || r.StorageBandwidthMaximum != 0 {
+		return notSupported("compute system %s: the storage limits of a running container cannot change; HCS sets them when the container is created", s.id)
+	}
+	for _, req := range modifyRequests(r) {
+		if err := s.c.Modify(ctx, req); err != nil {
+			return s.fail(fmt.Sprintf("change %s of", req.ResourcePath), err)
+		}
+	}
+	if len(r.CPUAffinity) > 0 {
+		if err := s.c.SetAffinity(groupAffinities(r.CPUAffinity)); err != nil {
+			return s.fail("pin the processors of", err)
+		}
 	}
 	return nil
 }
 
-// changedResources names the limits r asks to change.
-func changedResources(r compute.Resources) []string {
-	var fields []string
-	if r.CPUCount != 0 {
-		fields = append(fields, "the processor count")
+// modifyRequests are the requests that change r's limits.
+func modifyRequests(r compute.Resources) []*schema2.ModifySettingRequest {
+	var reqs []*schema2.ModifySettingRequest
+	if mb := r.MemoryLimitMB(); mb > 0 {
+		reqs = append(reqs, &schema2.ModifySettingRequest{
+			ResourcePath: schema2.ResourceMemoryLimit,
+			RequestType:  schema2.RequestUpdate,
+			Settings:     (mb + 1) &^ 1, // HCS takes 2 MiB steps
+		})
 	}
-	if r.CPUMaximum != 0 {
-		fields = append(fields, "the processor maximum")
+	if r.CPUCount != 0 || r.CPUMaximum != 0 || r.CPUWeight != 0 {
+		reqs = append(reqs, &schema2.ModifySettingRequest{
+			ResourcePath: schema2.ResourceProcessorLimits,
+			RequestType:  schema2.RequestUpdate,
+			Settings:     schema2.Processor{Count: int32(r.CPUCount), Maximum: int32(r.CPUMaximum), Weight: int32(r.CPUWeight)},
+		})
 	}
-	if r.CPUWeight != 0 {
-		fields = append(fields, "the processor weight")
-	}
-	if len(r.CPUAffinity) > 0 {
-		fields = append(fields, "the processor affinity")
-	}
-	if r.MemoryLimitBytes != 0 {
-		fields = append(fields, "the memory limit")
-	}
-	if r.StorageIOPSMaximum != 0 || r.StorageBandwidthMaximum != 0 {
-		fields = append(fields, "the storage limits")
-	}
-	return fields
+	return reqs
 }
 
-// CreateProcess is Container.CreateProcess, then Process.Stdio: the pipes
+// CreateProcess is HcsCreateProcess, then the process's pipes: they
 // are the backend's from then on, copied to and from p's streams.
 func (s *system) CreateProcess(ctx context.Context, ps *compute.ProcessSettings) (compute.Process, error) {
 	if err := ctx.Err(); err != nil {
 		return nil, err
 	}
-	cfg, err := buildProcessConfig(ps)
+	cfg, err := processParameters(ps)
 	if err != nil {
 		return nil, fmt.Errorf("process in compute system %s: %w", s.id, err)
 	}
 	if err := s.check(); err != nil {
 		return nil, err
 	}
-	hp, err := s.c.CreateProcess(cfg)
+	hp, err := s.c.CreateProcess(ctx, cfg)
 	if err != nil {
 		return nil, s.fail("create a process in", err)
 	}
 	stdin, stdout, stderr, err := hp.Stdio()
 	if err != nil {
 		err = classify(fmt.Sprintf("stdio of process %d in compute system %s", hp.Pid(), s.id), err, s.b.api.facts(err))
-		if kerr := hp.Kill(); kerr != nil {
+		if kerr := hp.Kill(ctx); kerr != nil {
 			log.G(ctx).WithError(kerr).Warn("kill a process whose stdio failed")
 		}
 		if cerr := hp.Close(); cerr != nil {
@@ -348,9 +357,9 @@ func (s *system) forget(p *process) {
 	s.mu.Unlock()
 }
 
-// Close is Container.Close, then, if the system has stopped, the release
-// of its scratch: UnprepareLayer, DeactivateLayer, and the record's
-// removal. The shim closes a system after Wait, so that is the usual case.
+// Close closes the handle, then, if the system has stopped, releases what
+// it held: its Container Credential Guard instance, its scratch
+// (UnprepareLayer, DeactivateLayer), and the record. The shim closes a system after Wait, so that is the usual case.
 // A system closed while still running keeps its scratch (unpreparing the
 // volume under a live silo would break it) and its record, and Close says
 // so; a later Open and Close of the id, or the next Create of it, releases
@@ -389,19 +398,27 @@ func (s *system) Close() error {
 	default:
 	}
 	switch {
-	case s.scratch == "":
+	case s.held.Scratch == "":
 	case !stopped:
-		errs = append(errs, fmt.Errorf("compute system %s was closed before it stopped: its scratch layer %s stays mounted: %w", s.id, s.scratch, errdefs.ErrFailedPrecondition))
+		errs = append(errs, fmt.Errorf("compute system %s was closed before it stopped: its scratch layer %s stays mounted: %w", s.id, s.held.Scratch, errdefs.ErrFailedPrecondition))
 	default:
-		err := s.b.releaseScratch(s.scratch)
-		if err != nil {
+		if err := s.b.release(s.held); err != nil {
 			errs = append(errs, err)
-		}
-		if !stillActive(err) {
-			if rerr := s.b.records.remove(s.id); rerr != nil {
-				errs = append(errs, rerr)
-			}
 		}
 	}
 	return errors.Join(errs...)
+}
+
+// closeAfterStop waits a while for a terminated system to stop, then
+// closes it, releasing what it held; failures are logged.
+func (s *system) closeAfterStop(ctx context.Context) {
+	t := time.NewTimer(s.b.lostProcessTimeout)
+	select {
+	case <-s.done:
+	case <-t.C:
+	}
+	t.Stop()
+	if err := s.Close(); err != nil {
+		log.G(ctx).WithError(err).WithField("id", s.id).Warn("close a compute system after a failure")
+	}
 }

@@ -13,13 +13,13 @@ import (
 	"github.com/containerd/errdefs"
 
 	"github.com/winproc/winproc/shim/compute"
+	"github.com/winproc/winproc/shim/hcs/schema2"
 )
 
 // created returns a created system and its fake.
-func created(t *testing.T) (*Backend, *fakeAPI, compute.System, *fakeContainer) {
+func created(t *testing.T) (*Backend, *fakeAPI, compute.System, *fakeSystem) {
 	t.Helper()
 	b, a := testBackend(t)
-	a.namespaces["NS"] = nil
 	sys, err := b.Create(context.Background(), "ctr", createSettings())
 	if err != nil {
 		t.Fatal(err)
@@ -96,12 +96,12 @@ func TestSystemTerminate(t *testing.T) {
 
 func TestSystemShutdownDoesNotWait(t *testing.T) {
 	_, _, sys, fc := created(t)
-	fc.sys.stopOnShutdown = false // HCS accepted it; the stop comes later
+	fc.stopOnShutdown = false // HCS accepted it; the stop comes later
 	if err := sys.Shutdown(context.Background()); err != nil {
 		t.Fatal(err)
 	}
 	notWithin(t, sys.Wait(), 20*time.Millisecond, "stop")
-	fc.sys.stop(nil)
+	fc.stop(nil)
 	within(t, sys.Wait(), "stop")
 	if err := sys.ExitError(); err != nil {
 		t.Errorf("ExitError = %v", err)
@@ -111,7 +111,7 @@ func TestSystemShutdownDoesNotWait(t *testing.T) {
 func TestSystemUnexpectedStop(t *testing.T) {
 	_, _, sys, fc := created(t)
 	unexpected := syscall.Errno(0xC0370106)
-	fc.sys.stop(unexpected)
+	fc.stop(unexpected)
 	within(t, sys.Wait(), "stop")
 	if err := sys.ExitError(); !errors.Is(err, unexpected) {
 		t.Errorf("ExitError = %v", err)
@@ -136,7 +136,7 @@ func TestSystemStopErrors(t *testing.T) {
 				t.Errorf("Shutdown = %v", err)
 			}
 			// A refused shutdown is not a requested stop.
-			fc.sys.stop(syscall.Errno(0xC0370106))
+			fc.stop(syscall.Errno(0xC0370106))
 			within(t, sys.Wait(), "stop")
 			if sys.ExitError() == nil {
 				t.Error("an unexpected stop after a refused shutdown has no ExitError")
@@ -238,7 +238,7 @@ func TestOpen(t *testing.T) {
 
 func TestOpenWithoutRecord(t *testing.T) {
 	b, a := testBackend(t)
-	a.existing["x"] = newFakeContainer(a, "x")
+	a.existing["x"] = newFakeSystem(a.hcs, "x")
 	sys, err := b.Open(context.Background(), "x")
 	if err != nil {
 		t.Fatal(err)
@@ -280,7 +280,7 @@ func TestOpenMissing(t *testing.T) {
 	}
 }
 
-// On a host without the compute service (vmcompute.dll missing, as under
+// On a host without the compute service (computecore.dll missing, as under
 // Wine) no system can be left: Open is NotFound, so the shim's delete
 // cleans up the rest instead of failing.
 func TestOpenWithoutComputeService(t *testing.T) {
@@ -294,7 +294,7 @@ func TestOpenWithoutComputeService(t *testing.T) {
 
 func TestStats(t *testing.T) {
 	_, a, sys, fc := created(t)
-	fc.sys.stats = statistics{Uptime100ns: 10, Processor: processorStats{TotalRuntime100ns: 3}, Memory: memoryStats{UsageCommitBytes: 9}}
+	fc.stats = schema2.Statistics{Uptime100ns: 10, Processor: &schema2.ProcessorStats{TotalRuntime100ns: 3}, Memory: &schema2.MemoryStats{MemoryUsageCommitBytes: 9}}
 	st, err := sys.Stats(context.Background())
 	if err != nil {
 		t.Fatal(err)
@@ -316,6 +316,10 @@ func TestStats(t *testing.T) {
 		if _, err := sys.Stats(context.Background()); !tc.class(err) || !errors.Is(err, tc.err) {
 			t.Errorf("Stats with %#x = %v", uint32(tc.err.(syscall.Errno)), err)
 		}
+		a.failOperation("statistics", tc.err)
+		if _, err := sys.Stats(context.Background()); !tc.class(err) || !errors.Is(err, tc.err) {
+			t.Errorf("Stats with %#x from the operation = %v", uint32(tc.err.(syscall.Errno)), err)
+		}
 		a.failNext("processList", tc.err)
 		if _, err := sys.ProcessList(context.Background()); !tc.class(err) {
 			t.Errorf("ProcessList with %#x = %v", uint32(tc.err.(syscall.Errno)), err)
@@ -325,7 +329,7 @@ func TestStats(t *testing.T) {
 
 func TestProcessList(t *testing.T) {
 	_, _, sys, fc := created(t)
-	fc.sys.list = []processListItem{{ProcessId: 4, ImageName: "System"}, {ProcessId: 1200, ImageName: "cmd.exe", UserTime100ns: 5}}
+	fc.list = []schema2.ProcessDetails{{ProcessId: 4, ImageName: "System"}, {ProcessId: 1200, ImageName: "cmd.exe", UserTime100ns: 5}}
 	list, err := sys.ProcessList(context.Background())
 	if err != nil {
 		t.Fatal(err)
@@ -335,34 +339,55 @@ func TestProcessList(t *testing.T) {
 	}
 }
 
+// Modify sends runhcs's requests: memory in even MiB, the processor
+// limits, and the affinity to the silo's job object.
 func TestModify(t *testing.T) {
-	_, _, sys, _ := created(t)
-	if err := sys.Modify(context.Background(), compute.Resources{}); err != nil {
+	_, a, sys, fc := created(t)
+	ctx := context.Background()
+	if err := sys.Modify(ctx, compute.Resources{}); err != nil {
 		t.Errorf("an empty Modify = %v", err)
 	}
+	for _, tc := range []struct {
+		name string
+		r    compute.Resources
+		want []string
+		call string
+	}{
+		{"count", compute.Resources{CPUCount: 1}, []string{`{"ResourcePath":"Container/Processor","RequestType":"Update","Settings":{"Count":1}}`}, ""},
+		{"maximum", compute.Resources{CPUMaximum: 5000}, []string{`{"ResourcePath":"Container/Processor","RequestType":"Update","Settings":{"Maximum":5000}}`}, ""},
+		{"weight", compute.Resources{CPUWeight: 10}, []string{`{"ResourcePath":"Container/Processor","RequestType":"Update","Settings":{"Weight":10}}`}, ""},
+		{"memory", compute.Resources{MemoryLimitBytes: 1 << 30}, []string{`{"ResourcePath":"Container/Memory/SizeInMB","RequestType":"Update","Settings":1024}`}, ""},
+		{"odd memory", compute.Resources{MemoryLimitBytes: 101 << 20}, []string{`{"ResourcePath":"Container/Memory/SizeInMB","RequestType":"Update","Settings":102}`}, ""},
+		{"affinity", compute.Resources{CPUAffinity: []compute.CPUGroupAffinity{{Mask: 6}}}, nil, "affinity ctr 0:0x6"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			fc.mu.Lock()
+			fc.modifies = nil
+			fc.mu.Unlock()
+			if err := sys.Modify(ctx, tc.r); err != nil {
+				t.Fatal(err)
+			}
+			fc.mu.Lock()
+			got := fc.modifies
+			fc.mu.Unlock()
+			if !reflect.DeepEqual(got, tc.want) {
+				t.Errorf("modify documents %q, want %q", got, tc.want)
+			}
+			if calls := a.callList(); tc.call != "" && calls[len(calls)-1] != tc.call {
+				t.Errorf("last call %q, want %q", calls[len(calls)-1], tc.call)
+			}
+		})
+	}
 	for name, r := range map[string]compute.Resources{
-		"count":     {CPUCount: 1},
-		"maximum":   {CPUMaximum: 5000},
-		"weight":    {CPUWeight: 10},
-		"affinity":  {CPUAffinity: []compute.CPUGroupAffinity{{Mask: 1}}},
-		"memory":    {MemoryLimitBytes: 1 << 30},
 		"iops":      {StorageIOPSMaximum: 1},
 		"bandwidth": {StorageBandwidthMaximum: 1},
 	} {
-		err := sys.Modify(context.Background(), r)
-		if !errors.Is(err, compute.ErrNotSupported) || !errdefs.IsNotImplemented(err) {
+		if err := sys.Modify(ctx, r); !errors.Is(err, compute.ErrNotSupported) {
 			t.Errorf("Modify %s = %v, want ErrNotSupported", name, err)
 		}
 	}
-}
-
-func TestChangedResources(t *testing.T) {
-	if got := changedResources(compute.Resources{CPUCountCapped: true, RequestedCPUCount: 9}); len(got) != 0 {
-		t.Errorf("the capping note is not a change: %v", got)
-	}
-	got := changedResources(compute.Resources{CPUCount: 1, CPUMaximum: 1, CPUWeight: 1, CPUAffinity: []compute.CPUGroupAffinity{{}}, MemoryLimitBytes: 1, StorageIOPSMaximum: 1})
-	want := []string{"the processor count", "the processor maximum", "the processor weight", "the processor affinity", "the memory limit", "the storage limits"}
-	if !reflect.DeepEqual(got, want) {
-		t.Errorf("changedResources = %q", got)
+	a.failOperation("modify", syscall.Errno(0xC0370105))
+	if err := sys.Modify(ctx, compute.Resources{CPUWeight: 5}); !errdefs.IsFailedPrecondition(err) {
+		t.Errorf("a refused Modify = %v", err)
 	}
 }

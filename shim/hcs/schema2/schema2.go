@@ -8,7 +8,10 @@
 // behaviour.
 package schema2
 
-import "time"
+import (
+	"encoding/json"
+	"time"
+)
 
 // Version is a schema version.
 type Version struct {
@@ -291,4 +294,57 @@ type ProcessStatus struct {
 	Exited         bool   `json:"Exited,omitempty"`
 	ExitCode       uint32 `json:"ExitCode,omitempty"`
 	LastWaitResult int32  `json:"LastWaitResult,omitempty"`
+}
+
+// ModificationRequest is the document HcsModifyServiceSettings takes.
+type ModificationRequest struct {
+	PropertyType string `json:"PropertyType,omitempty"`
+	Settings     any    `json:"Settings,omitempty"`
+}
+
+// PropertyContainerCredentialGuard is the service property of Container
+// Credential Guard instances.
+const PropertyContainerCredentialGuard = "ContainerCredentialGuard"
+
+// Container Credential Guard operations.
+const (
+	AddInstance    = "AddInstance"
+	RemoveInstance = "RemoveInstance"
+)
+
+// ContainerCredentialGuardOperationRequest adds or removes an instance.
+type ContainerCredentialGuardOperationRequest struct {
+	Operation        string `json:"Operation,omitempty"`
+	OperationDetails any    `json:"OperationDetails,omitempty"`
+}
+
+// ContainerCredentialGuardAddInstanceRequest makes the instance of the
+// container Id; a process-isolated container talks to it over LRPC.
+type ContainerCredentialGuardAddInstanceRequest struct {
+	Id             string `json:"Id,omitempty"` //nolint:revive // HCS's name.
+	CredentialSpec string `json:"CredentialSpec,omitempty"`
+	Transport      string `json:"Transport,omitempty"`
+}
+
+// ContainerCredentialGuardRemoveInstanceRequest removes the instance of
+// the container Id.
+type ContainerCredentialGuardRemoveInstanceRequest struct {
+	Id string `json:"Id,omitempty"` //nolint:revive // HCS's name.
+}
+
+// ServiceProperties is HcsGetServiceProperties' answer: one document per
+// property type asked for.
+type ServiceProperties struct {
+	Properties []json.RawMessage `json:"Properties,omitempty"`
+}
+
+// ContainerCredentialGuardSystemInfo lists the host's instances.
+type ContainerCredentialGuardSystemInfo struct {
+	Instances []ContainerCredentialGuardInstance `json:"Instances,omitempty"`
+}
+
+// ContainerCredentialGuardInstance is one container's instance.
+type ContainerCredentialGuardInstance struct {
+	Id              string                         `json:"Id,omitempty"` //nolint:revive // HCS's name.
+	CredentialGuard *ContainerCredentialGuardState `json:"CredentialGuard,omitempty"`
 }
