@@ -10,7 +10,6 @@ package process
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"sync"
 	"syscall"
@@ -65,10 +64,6 @@ type Hooks struct {
 	// before Wait returns: containerd must see the exit event before
 	// anything a Wait lets happen next (a Delete's event).
 	Notify func(context.Context, State)
-	// Shutdown, for an init process, shuts its whole compute system down
-	// (CTRL_SHUTDOWN to every process in it): what SIGTERM falls back to
-	// where the backend cannot send one process a console event.
-	Shutdown func(context.Context) error
 }
 
 // Process is one init or exec process.
@@ -268,18 +263,7 @@ func (p *Process) Kill(ctx context.Context, signal uint32) error {
 		return proc.Kill(ctx)
 	}
 	if err := proc.Signal(ctx, event); err != nil {
-		if !errors.Is(err, compute.ErrNotSupported) {
-			return fmt.Errorf("send %s to process %s: %w", event, p.id, err)
-		}
-		// A backend that cannot deliver console events (HCS's public API)
-		// still has to stop the process: gracefully for the whole container
-		// where it can, else by terminating.
-		if event == compute.CtrlShutdown && p.hooks.Shutdown != nil {
-			log.G(ctx).WithField("process", p.id).Infof("%s cannot be delivered by this backend; shutting the container down", event)
-			return p.hooks.Shutdown(ctx)
-		}
-		log.G(ctx).WithField("process", p.id).Warnf("%s cannot be delivered by this backend; terminating instead", event)
-		return proc.Kill(ctx)
+		return fmt.Errorf("send %s to process %s: %w", event, p.id, err)
 	}
 	return nil
 }

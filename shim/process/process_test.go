@@ -84,29 +84,19 @@ func TestKillSignals(t *testing.T) {
 		signalErr error
 		wantEvent compute.Signal
 		wantKill  bool
-		// systemShutdown gives the process a system shutdown fallback,
-		// as the shim does for init processes.
-		systemShutdown bool
-		wantErr        func(error) bool
+		wantErr   func(error) bool
 	}{
 		{name: "SIGTERM is CTRL_SHUTDOWN", signal: syscall.SIGTERM, wantEvent: compute.CtrlShutdown},
 		{name: "SIGINT is CTRL_C", signal: syscall.SIGINT, wantEvent: compute.CtrlC},
 		{name: "SIGKILL terminates", signal: syscall.SIGKILL, wantKill: true},
 		{name: "SIGHUP refused", signal: syscall.SIGHUP, wantErr: errdefs.IsFailedPrecondition},
 		{name: "signal 10 (SIGUSR1 on Linux) refused", signal: syscall.Signal(10), wantErr: errdefs.IsFailedPrecondition},
-		{name: "events unsupported: terminate", signal: syscall.SIGTERM, signalErr: compute.ErrNotSupported, wantKill: true},
-		{name: "events unsupported: init shuts its system down", signal: syscall.SIGTERM, signalErr: compute.ErrNotSupported, systemShutdown: true},
-		{name: "events unsupported: CTRL_C still terminates init", signal: syscall.SIGINT, signalErr: compute.ErrNotSupported, systemShutdown: true, wantKill: true},
+		{name: "events unsupported", signal: syscall.SIGTERM, signalErr: compute.ErrNotSupported, wantErr: errdefs.IsNotImplemented},
 		{name: "event delivery fails", signal: syscall.SIGINT, signalErr: errors.New("boom"), wantErr: func(err error) bool { return err != nil }},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
-			shutdownCalled := false
-			var hooks Hooks
-			if tc.systemShutdown {
-				hooks.Shutdown = func(context.Context) error { shutdownCalled = true; return nil }
-			}
-			p, fp := startedWith(t, hooks)
+			p, fp := startedWith(t, Hooks{})
 			t.Cleanup(func() { fp.exit(0); waitExit(t, p) })
 			fp.signalErr = tc.signalErr
 			err := p.Kill(context.Background(), uint32(tc.signal))
@@ -121,9 +111,6 @@ func TestKillSignals(t *testing.T) {
 			}
 			if fp.killed != tc.wantKill {
 				t.Errorf("terminated = %v, want %v", fp.killed, tc.wantKill)
-			}
-			if wantShutdown := tc.systemShutdown && !tc.wantKill; shutdownCalled != wantShutdown {
-				t.Errorf("system shut down = %v, want %v", shutdownCalled, wantShutdown)
 			}
 			if tc.wantEvent != 0 && (len(fp.signals) != 1 || fp.signals[0] != tc.wantEvent) {
 				t.Errorf("events %v, want [%v]", fp.signals, tc.wantEvent)

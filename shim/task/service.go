@@ -152,9 +152,8 @@ func (s *Service) create(ctx context.Context, id, bundle string, spec *specs.Spe
 	}
 	c := &container{id: id, bundle: bundle, execs: map[string]*process.Process{}, release: release}
 	c.init = process.New(id, procSettings, stdio, process.Hooks{
-		OnExit:   c.teardown,
-		Notify:   s.exitNotifier(id),
-		Shutdown: func(ctx context.Context) error { return c.system.Shutdown(ctx) },
+		OnExit: c.teardown,
+		Notify: s.exitNotifier(id),
 	})
 	if err := c.init.Connect(ctx); err != nil {
 		return fmt.Errorf("task %s: %w", id, err)
