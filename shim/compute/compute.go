@@ -9,7 +9,7 @@ import (
 )
 
 // ErrNotSupported is returned, wrapped, by a backend for an operation it
-// cannot perform (for example a console signal through HCS schema v1). It
+// cannot perform (for example assigned devices in the emulation). It
 // wraps errdefs.ErrNotImplemented, so errors.Is(err, ErrNotSupported) and
 // errdefs.IsNotImplemented(err) both hold and containerd reports
 // "not implemented" to the caller.

@@ -3,7 +3,8 @@ package compute
 import "io"
 
 // Settings is everything a backend needs to create a compute system. It is
-// backend-neutral; doc.go maps it onto HCS's schema-v1 ContainerConfig.
+// backend-neutral; shim/hcs/MAPPING.md maps it onto HCS's container
+// document.
 type Settings struct {
 	// Layers is the container's filesystem.
 	Layers Layers

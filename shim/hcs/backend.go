@@ -125,7 +125,7 @@ const (
 )
 
 // Backend is the compute.Backend of Windows: process-isolated containers
-// through hcsshim's public schema-v1 API. It is safe for concurrent use.
+// through HCS's schema-v2 API. It is safe for concurrent use.
 type Backend struct {
 	api     hcsAPI
 	records records

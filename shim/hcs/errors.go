@@ -62,9 +62,9 @@ type errFacts struct {
 	// load).
 	LayerNotReady bool
 	// ServiceMissing: ERROR_MOD_NOT_FOUND or ERROR_PROC_NOT_FOUND, what
-	// hcsshim's calls return when vmcompute.dll or computecore.dll cannot
-	// be loaded: the host has no Containers feature, so no compute system
-	// exists on it.
+	// loading computecore.dll (or vmcompute.dll, for hcsshim's layer
+	// functions) fails with: the host has no Containers feature, so no
+	// compute system exists on it.
 	ServiceMissing bool
 }
 
@@ -112,7 +112,7 @@ const (
 	hcsSystemAlreadyExists  = 0x010F // HCS_E_SYSTEM_ALREADY_EXISTS
 	hcsSystemAlreadyStopped = 0x0110 // HCS_E_SYSTEM_ALREADY_STOPPED
 	hcsServiceNotAvailable  = 0x0114 // HCS_E_SERVICE_NOT_AVAILABLE
-	hcsOperationPending     = 0x0103 // what vmcompute returns for an asynchronous operation
+	hcsOperationPending     = 0x0103 // HCS_E_OPERATION_PENDING
 	hcsOperationTimeout     = 0x0118 // HCS_E_OPERATION_TIMEOUT
 	hcsAccessDenied         = 0x011B // HCS_E_ACCESS_DENIED
 	hcsServiceDisconnect    = 0x011E // HCS_E_SERVICE_DISCONNECT

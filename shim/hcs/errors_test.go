@@ -44,8 +44,8 @@ func TestErrnoFacts(t *testing.T) {
 		{0x800706BA, errFacts{Unavailable: true}},               // its HRESULT
 		{21, errFacts{LayerNotReady: true}},                     // ERROR_NOT_READY
 		{1167, errFacts{LayerNotReady: true}},                   // ERROR_DEVICE_NOT_CONNECTED
-		{126, errFacts{ServiceMissing: true}},                   // ERROR_MOD_NOT_FOUND: no vmcompute.dll
-		{127, errFacts{ServiceMissing: true}},                   // ERROR_PROC_NOT_FOUND: an older vmcompute.dll
+		{126, errFacts{ServiceMissing: true}},                   // ERROR_MOD_NOT_FOUND: no computecore.dll
+		{127, errFacts{ServiceMissing: true}},                   // ERROR_PROC_NOT_FOUND: an older computecore.dll
 		{2, errFacts{}},                                         // ERROR_FILE_NOT_FOUND: no meaning of its own
 		{0x80370100, errFacts{}},                                // HCS_E_TERMINATED_DURING_START
 		{0x8037F10E, errFacts{}},                                // not an HCS code

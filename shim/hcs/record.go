@@ -11,8 +11,9 @@ import (
 )
 
 // A record is what the backend must remember about a system it created
-// beyond HCS's own state: the scratch layer it activated. HCS cannot be
-// asked for it (schema v1's properties do not include the layer folder), yet
+// beyond HCS's own state: the scratch layer it activated, and whether it
+// made a Container Credential Guard instance. HCS's properties do not
+// include the layer folder, yet
 // releasing the scratch needs it, also from a shim that did not create the
 // system: containerd's `shim delete` after the serving shim died calls Open,
 // then Close. So Create writes one small JSON file per system,
