@@ -179,7 +179,7 @@ func (c *computeCore) openContainer(ctx context.Context, id string) (hcsContaine
 	var props schema2.Properties
 	doc, err := c.run(ctx, func(op hcsHandle) error { return c.api.getComputeSystemProperties(h, op, "") })
 	if err == nil && json.Unmarshal([]byte(doc), &props) == nil && props.Stopped {
-		s.exit(nil)
+		s.exit(nil, nil)
 	}
 	return s, nil
 }
@@ -243,14 +243,10 @@ func (c *computeCore) removeCredentialGuard(id string) error {
 	return c.api.modifyServiceSettings(string(b))
 }
 
-// coreSystem is a compute system handle. Its exit is the SystemExited
-// notification (or HCS disconnecting); Close ends Wait with
-// errHandleClosed if the system has not exited.
-type coreSystem struct {
-	c   *computeCore
-	id  string
-	key uintptr
-
+// coreHandle is what a system's and a process's handle share: the handle
+// until Close, the listener of its notifications, and its exit once known.
+type coreHandle struct {
+	key      uintptr
 	exited   chan struct{} // closed once the exit is known
 	closedCh chan struct{} // closed by Close
 
@@ -260,8 +256,84 @@ type coreSystem struct {
 	once    sync.Once
 }
 
+func newCoreHandle(h hcsHandle) coreHandle {
+	return coreHandle{h: h, exited: make(chan struct{}), closedCh: make(chan struct{})}
+}
+
+// handle is the open handle, or errHandleClosed.
+func (c *coreHandle) handle() (hcsHandle, error) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if c.h == 0 {
+		return 0, errHandleClosed
+	}
+	return c.h, nil
+}
+
+// exit records the exit, once; record runs under the lock.
+func (c *coreHandle) exit(err error, record func()) {
+	c.once.Do(func() {
+		c.mu.Lock()
+		c.exitErr = err
+		if record != nil {
+			record()
+		}
+		c.mu.Unlock()
+		close(c.exited)
+	})
+}
+
+func (c *coreHandle) hasExited() bool {
+	select {
+	case <-c.exited:
+		return true
+	default:
+		return false
+	}
+}
+
+// wait returns once the exit is known (nil, or why it failed), or
+// errHandleClosed once the handle was closed first.
+func (c *coreHandle) wait() error {
+	select {
+	case <-c.exited:
+	case <-c.closedCh:
+		if !c.hasExited() {
+			return errHandleClosed
+		}
+	}
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return c.exitErr
+}
+
+// take takes the handle for closing, and stops the notifications; the
+// caller closes it, then calls closed.
+func (c *coreHandle) take() (hcsHandle, error) {
+	c.mu.Lock()
+	h := c.h
+	c.h = 0
+	c.mu.Unlock()
+	if h == 0 {
+		return 0, errHandleClosed
+	}
+	hcsEvents.remove(c.key)
+	return h, nil
+}
+
+func (c *coreHandle) closed() { close(c.closedCh) }
+
+// coreSystem is a compute system handle. Its exit is the SystemExited
+// notification (or HCS disconnecting); Close ends Wait with
+// errHandleClosed if the system has not exited.
+type coreSystem struct {
+	coreHandle
+	c  *computeCore
+	id string
+}
+
 func (c *computeCore) newSystem(id string, h hcsHandle) (*coreSystem, error) {
-	s := &coreSystem{c: c, id: id, h: h, exited: make(chan struct{}), closedCh: make(chan struct{})}
+	s := &coreSystem{coreHandle: newCoreHandle(h), c: c, id: id}
 	s.key = hcsEvents.add(s.notify)
 	if err := c.api.setComputeSystemCallback(h, s.key); err != nil {
 		hcsEvents.remove(s.key)
@@ -280,29 +352,10 @@ func (s *coreSystem) notify(t eventType, data string) {
 		if st.Status != 0 {
 			err = syscall.Errno(uint32(st.Status))
 		}
-		s.exit(err)
+		s.exit(err, nil)
 	case eventServiceDisconnect:
-		s.exit(errServiceGone)
+		s.exit(errServiceGone, nil)
 	}
-}
-
-func (s *coreSystem) exit(err error) {
-	s.once.Do(func() {
-		s.mu.Lock()
-		s.exitErr = err
-		s.mu.Unlock()
-		close(s.exited)
-	})
-}
-
-// handle is the open handle, or errHandleClosed.
-func (s *coreSystem) handle() (hcsHandle, error) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	if s.h == 0 {
-		return 0, errHandleClosed
-	}
-	return s.h, nil
 }
 
 func (s *coreSystem) Start(ctx context.Context) error {
@@ -332,23 +385,7 @@ func (s *coreSystem) Terminate(ctx context.Context) error {
 
 // Wait returns once the system has exited (nil, or why it failed), or
 // once the handle was closed (errHandleClosed).
-func (s *coreSystem) Wait() error {
-	select {
-	case <-s.exited:
-		s.mu.Lock()
-		defer s.mu.Unlock()
-		return s.exitErr
-	case <-s.closedCh:
-		select {
-		case <-s.exited:
-			s.mu.Lock()
-			defer s.mu.Unlock()
-			return s.exitErr
-		default:
-			return errHandleClosed
-		}
-	}
-}
+func (s *coreSystem) Wait() error { return s.wait() }
 
 // Properties queries the property types asked for.
 func (s *coreSystem) Properties(ctx context.Context, types ...string) (*schema2.Properties, error) {
@@ -430,16 +467,12 @@ func (s *coreSystem) CreateProcess(ctx context.Context, params *schema2.ProcessP
 // Close closes the handle; Wait then returns errHandleClosed unless the
 // system had exited.
 func (s *coreSystem) Close() error {
-	s.mu.Lock()
-	h := s.h
-	s.h = 0
-	s.mu.Unlock()
-	if h == 0 {
-		return errHandleClosed
+	h, err := s.take()
+	if err != nil {
+		return err
 	}
-	hcsEvents.remove(s.key)
 	s.c.api.closeComputeSystem(h)
-	close(s.closedCh)
+	s.closed()
 	return nil
 }
 
@@ -447,23 +480,15 @@ func (s *coreSystem) Close() error {
 // notification, or what its properties say when it exited before the
 // callback was set.
 type coreProcess struct {
-	c   *computeCore
-	pid int
-	key uintptr
-
-	exited   chan struct{}
-	closedCh chan struct{}
-
-	mu      sync.Mutex
-	h       hcsHandle
-	code    int
-	exitErr error         // errServiceGone when HCS went away instead
-	pipes   *processPipes // handed over once by Stdio
-	once    sync.Once
+	coreHandle
+	c     *computeCore
+	pid   int
+	code  int           // under mu, once exited
+	pipes *processPipes // handed over once by Stdio; under mu
 }
 
 func (c *computeCore) newProcess(ctx context.Context, h hcsHandle, pipes processPipes) (*coreProcess, error) {
-	p := &coreProcess{c: c, pid: int(pipes.pid), h: h, pipes: &pipes, exited: make(chan struct{}), closedCh: make(chan struct{})}
+	p := &coreProcess{coreHandle: newCoreHandle(h), c: c, pid: int(pipes.pid), pipes: &pipes}
 	p.key = hcsEvents.add(p.notify)
 	if err := c.api.setProcessCallback(h, p.key); err != nil {
 		hcsEvents.remove(p.key)
@@ -489,6 +514,10 @@ func (p *coreProcess) notify(t eventType, data string) {
 	}
 }
 
+func (p *coreProcess) exitWith(code int, err error) {
+	p.exit(err, func() { p.code = code })
+}
+
 // notifyStatus reads a ProcessStatus document (the exit notification's
 // data, or the process's properties).
 func (p *coreProcess) notifyStatus(doc string) {
@@ -496,27 +525,7 @@ func (p *coreProcess) notifyStatus(doc string) {
 	if json.Unmarshal([]byte(doc), &st) != nil || !st.Exited {
 		return
 	}
-	p.exit(int(int32(st.ExitCode)))
-}
-
-func (p *coreProcess) exit(code int) { p.exitWith(code, nil) }
-
-func (p *coreProcess) exitWith(code int, err error) {
-	p.once.Do(func() {
-		p.mu.Lock()
-		p.code, p.exitErr = code, err
-		p.mu.Unlock()
-		close(p.exited)
-	})
-}
-
-func (p *coreProcess) handle() (hcsHandle, error) {
-	p.mu.Lock()
-	defer p.mu.Unlock()
-	if p.h == 0 {
-		return 0, errHandleClosed
-	}
-	return p.h, nil
+	p.exitWith(int(int32(st.ExitCode)), nil)
 }
 
 func (p *coreProcess) Pid() int { return p.pid }
@@ -550,30 +559,10 @@ func (p *coreProcess) Kill(ctx context.Context) error {
 	return p.c.submit(func(op hcsHandle) error { return p.c.api.terminateProcess(h, op) })
 }
 
-func (p *coreProcess) hasExited() bool {
-	select {
-	case <-p.exited:
-		return true
-	default:
-		return false
-	}
-}
-
 // Wait returns once the process has exited (nil, or errServiceGone when
 // HCS went away first), or errHandleClosed once the handle was closed
 // first.
-func (p *coreProcess) Wait() error {
-	select {
-	case <-p.exited:
-	case <-p.closedCh:
-		if !p.hasExited() {
-			return errHandleClosed
-		}
-	}
-	p.mu.Lock()
-	defer p.mu.Unlock()
-	return p.exitErr
-}
+func (p *coreProcess) Wait() error { return p.wait() }
 
 // ExitCode is the exit code once Wait returned nil.
 func (p *coreProcess) ExitCode() (int, error) {
@@ -625,19 +614,19 @@ func (p *coreProcess) Stdio() (io.WriteCloser, io.ReadCloser, io.ReadCloser, err
 
 // Close closes the handle, and the pipes nobody took.
 func (p *coreProcess) Close() error {
-	p.mu.Lock()
-	h, pipes := p.h, p.pipes
-	p.h, p.pipes = 0, nil
-	p.mu.Unlock()
-	if h == 0 {
-		return errHandleClosed
+	h, err := p.take()
+	if err != nil {
+		return err
 	}
-	hcsEvents.remove(p.key)
+	p.mu.Lock()
+	pipes := p.pipes
+	p.pipes = nil
+	p.mu.Unlock()
 	if pipes != nil {
 		closePipes(*pipes)
 	}
 	p.c.api.closeProcess(h)
-	close(p.closedCh)
+	p.closed()
 	return nil
 }
 
