@@ -103,8 +103,31 @@ func TestCRIResourceLimits(t *testing.T) {
 		t.Errorf("the app's limits after the update (%v):\n%s", err, limits)
 	}
 
-	crictl(t, n, "stop", "-t", "10", within, capped)
-	crictl(t, n, "rm", within, past, capped)
+	// CPU affinity, as the Windows CRI passes Kubernetes' (affinity_cpus),
+	// then moved live through Update: the app runs on those processors.
+	pinned := limited("pinned", []string{"serve", "-addr", "127.0.0.1:0"}, map[string]any{"affinity_cpus": []map[string]any{{"cpu_mask": 1, "cpu_group": 0}}})
+	waitLog(t, n, pinned, "listening on")
+	pc, err := client.LoadContainer(ctx, pinned)
+	if err != nil {
+		t.Fatal(err)
+	}
+	ptask, err := pc.Task(ctx, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got := cpusAllowedList(t, int(ptask.Pid())); got != "0" {
+		t.Errorf("the pinned app runs on CPUs %q, want 0", got)
+	}
+	last := runtime.NumCPU() - 1
+	if err := ptask.Update(ctx, containerd.WithResources(&specs.WindowsResources{CPU: &specs.WindowsCPUResources{Affinity: []specs.WindowsCPUGroupAffinity{{Mask: 1 << last}}}})); err != nil {
+		t.Fatalf("update the affinity: %v", err)
+	}
+	if got := cpusAllowedList(t, int(ptask.Pid())); got != fmt.Sprint(last) {
+		t.Errorf("after the update the app runs on CPUs %q, want %d", got, last)
+	}
+
+	crictl(t, n, "stop", "-t", "10", within, capped, pinned)
+	crictl(t, n, "rm", within, past, capped, pinned)
 	crictl(t, n, "stopp", pod)
 	crictl(t, n, "rmp", pod)
 	requireNoPodLeft(t, n, pod)
@@ -113,6 +136,23 @@ func TestCRIResourceLimits(t *testing.T) {
 			t.Errorf("the silo's cgroup %s is left", path)
 		}
 	}
+}
+
+// cpusAllowedList is the processors the main thread of process pid may
+// run on, from /proc.
+func cpusAllowedList(t *testing.T, pid int) string {
+	t.Helper()
+	b, err := os.ReadFile(fmt.Sprintf("/proc/%d/status", pid))
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, line := range strings.Split(string(b), "\n") {
+		if v, ok := strings.CutPrefix(line, "Cpus_allowed_list:"); ok {
+			return strings.TrimSpace(v)
+		}
+	}
+	t.Fatalf("no Cpus_allowed_list in the status of process %d", pid)
+	return ""
 }
 
 // burned is the CPU time in a burn's log.

@@ -36,8 +36,9 @@
 // are ignored with a warning; a Linux network namespace path is where the
 // silo's processes start (netns_linux.go). Memory and CPU limits, at
 // Create and through Modify, are enforced with the machine's cgroup v1
-// controllers and RLIMIT_DATA (limits_linux.go); storage QoS and CPU
-// affinity are recorded in state.json, not enforced.
+// controllers and RLIMIT_DATA (limits_linux.go), CPU affinity by binding
+// every process of the silo (affinity_linux.go); storage QoS is recorded in
+// state.json, not enforced.
 //
 // Overlay options are index=off, redirect_dir=off and metacopy=off, so the
 // scratch stays a plain layer diff. mount(2) takes at most a page of

@@ -796,6 +796,38 @@ func TestWine(t *testing.T) {
 			}
 		})
 
+		// CPU affinity, as a job object's: every process of the silo, and
+		// every one started later, runs on the processors given.
+		t.Run("Affinity", func(t *testing.T) {
+			s := sys.(*system)
+			for _, cpu := range []int{runtime.NumCPU() - 1, 0} {
+				a := []compute.CPUGroupAffinity{{Mask: 1 << cpu}}
+				if err := sys.Modify(ctx, compute.Resources{CPUAffinity: a}); err != nil {
+					t.Fatal(err)
+				}
+				p, err := sys.CreateProcess(ctx, &compute.ProcessSettings{CommandLine: `C:\probe.exe sleep 30`})
+				if err != nil {
+					t.Fatal(err)
+				}
+				procs, err := s.processes()
+				if err != nil {
+					t.Fatal(err)
+				}
+				want := strconv.Itoa(cpu)
+				for _, pr := range procs {
+					if got := cpusAllowed(t, pr.pid); got != want {
+						t.Errorf("CPU %d: process %d runs on CPUs %q", cpu, pr.pid, got)
+					}
+				}
+				p.Kill(ctx)
+				waitFor(t, p.Wait(), 30*time.Second, "the killed sleeper")
+				p.Close()
+			}
+			if err := sys.Modify(ctx, compute.Resources{CPUAffinity: []compute.CPUGroupAffinity{{Mask: 1, Group: 40}}}); err == nil {
+				t.Error("an affinity to processors the machine lacks was taken")
+			}
+		})
+
 		t.Run("Terminate", func(t *testing.T) {
 			// Leave processes running: a sleeper and a pause.
 			for _, cl := range []string{`C:\probe.exe sleep`, `C:\pause.exe`} {
@@ -1085,4 +1117,31 @@ func TestWine(t *testing.T) {
 		stopAndClose(t, sys)
 		f.checkGone(t, id)
 	})
+}
+
+// cpusAllowed is the Cpus_allowed_list of every thread of process pid, or
+// "mixed".
+func cpusAllowed(t *testing.T, pid int) string {
+	t.Helper()
+	tasks, err := os.ReadDir(fmt.Sprintf("/proc/%d/task", pid))
+	if err != nil {
+		t.Fatal(err)
+	}
+	list := ""
+	for _, task := range tasks {
+		b, err := os.ReadFile(fmt.Sprintf("/proc/%d/task/%s/status", pid, task.Name()))
+		if err != nil {
+			continue
+		}
+		for _, line := range strings.Split(string(b), "\n") {
+			if v, ok := strings.CutPrefix(line, "Cpus_allowed_list:"); ok {
+				v = strings.TrimSpace(v)
+				if list != "" && list != v {
+					return "mixed"
+				}
+				list = v
+			}
+		}
+	}
+	return list
 }

@@ -41,8 +41,9 @@ import (
 //   - CPU weight: cpu.shares of weight×1024/100 (Windows' default weight,
 //     100, is Linux's default share, 1024).
 //
-// Storage QoS and CPU affinity are recorded, not enforced; so are the limits
-// of a controller the machine lacks, with a warning at create.
+// CPU affinity binds the silo's processes (affinity_linux.go). Storage QoS
+// is recorded, not enforced; so are the limits of a controller the machine
+// lacks, with a warning at create.
 //
 // A process starts in the silo's cgroups with no moment outside them: the
 // thread that forks it joins them first (cgroup v1 moves single threads,
@@ -141,9 +142,6 @@ func unenforced(r compute.Resources, have map[string]v1Hierarchy) []string {
 	}
 	if _, ok := have["cpu"]; (r.CPUCount > 0 || r.CPUMaximum > 0 || r.CPUWeight > 0) && !ok {
 		out = append(out, "CPU limits (no cpu cgroup controller)")
-	}
-	if len(r.CPUAffinity) > 0 {
-		out = append(out, "CPU affinity")
 	}
 	if r.StorageIOPSMaximum > 0 || r.StorageBandwidthMaximum > 0 {
 		out = append(out, "storage QoS")

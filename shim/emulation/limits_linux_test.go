@@ -107,7 +107,7 @@ func TestUnenforced(t *testing.T) {
 	}{
 		{"all enforced", compute.Resources{MemoryLimitBytes: 1, CPUMaximum: 1, CPUWeight: 1}, both, nil},
 		{"no controllers", compute.Resources{MemoryLimitBytes: 1, CPUCount: 1}, nil, []string{"memory limit (no memory cgroup controller)", "CPU limits (no cpu cgroup controller)"}},
-		{"affinity and storage", compute.Resources{CPUAffinity: []compute.CPUGroupAffinity{{}}, StorageIOPSMaximum: 1}, both, []string{"CPU affinity", "storage QoS"}},
+		{"affinity and storage", compute.Resources{CPUAffinity: []compute.CPUGroupAffinity{{}}, StorageIOPSMaximum: 1}, both, []string{"storage QoS"}},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {

@@ -11,6 +11,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"reflect"
 	"strconv"
 	"strings"
 	"sync"
@@ -232,7 +233,7 @@ func (s *system) Start(ctx context.Context) error {
 }
 
 // startProcess starts cmd as a process of the silo: in its cgroups and its
-// network namespace. Wine's own processes (the wineserver, wineboot and the
+// network namespace, bound to its processors. Wine's own processes (the wineserver, wineboot and the
 // system processes it starts) stay out of the memory cgroup, which bounds
 // the container's processes (limits_linux.go).
 func (s *system) startProcess(cmd *exec.Cmd, wineOwn bool) error {
@@ -242,7 +243,9 @@ func (s *system) startProcess(cmd *exec.Cmd, wineOwn bool) error {
 		delete(limits, "memory")
 	}
 	start := func() error {
-		return inLimitCgroups(limits, func() error { return startIn(s.st.Cgroup, cmd, s.b.reaper.start) })
+		return withAffinity(s.st.Resources.CPUAffinity, func() error {
+			return inLimitCgroups(limits, func() error { return startIn(s.st.Cgroup, cmd, s.b.reaper.start) })
+		})
 	}
 	if s.st.NetNS == "" {
 		return start()
@@ -671,13 +674,17 @@ func (s *system) ProcessList(ctx context.Context) ([]compute.ProcessInfo, error)
 // Modify sets the silo's memory and CPU limits live, as a job object's
 // (limits_linux.go): the cgroups' limits, made on the first one, and each
 // running process's commit limit but Wine's own. A limit this machine
-// cannot enforce (no controller, CPU affinity, storage QoS) is
-// ErrNotSupported.
+// cannot enforce (no controller, storage QoS) is ErrNotSupported. CPU
+// affinity binds every process of the silo; an update of the affinity
+// alone leaves the limits as they are.
 func (s *system) Modify(ctx context.Context, r compute.Resources) error {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	if err := s.usableLocked(); err != nil {
 		return err
+	}
+	if limits := (compute.Resources{CPUAffinity: r.CPUAffinity}); len(r.CPUAffinity) > 0 && reflect.DeepEqual(r, limits) {
+		return s.setAffinityLocked(r.CPUAffinity)
 	}
 	if !resourcesSet(r) && len(s.st.LimitCgroups) == 0 {
 		return nil
@@ -703,7 +710,8 @@ func (s *system) Modify(ctx context.Context, r compute.Resources) error {
 	if err := applyLimits(r, s.st.LimitCgroups, s.b.HostCPUs()); err != nil {
 		return fmt.Errorf("emulation: system %s: %w", s.id, err)
 	}
-	// A running process's commit limit follows, but for Wine's own.
+	// A running process's commit limit follows, but for Wine's own; the
+	// affinity binds all of them, as a job object's.
 	procs, err := s.processes()
 	if err != nil {
 		return err
@@ -715,7 +723,31 @@ func (s *system) Modify(ctx context.Context, r compute.Resources) error {
 			}
 		}
 	}
+	a := r.CPUAffinity
+	r.CPUAffinity = s.st.Resources.CPUAffinity
 	s.st.Resources = r
+	if len(a) > 0 {
+		// Saves the state too.
+		return s.setAffinityLocked(a)
+	}
+	return saveState(s.dir, s.st)
+}
+
+// setAffinityLocked binds the silo's processes to a, and records it for the
+// processes to come.
+func (s *system) setAffinityLocked(a []compute.CPUGroupAffinity) error {
+	procs, err := s.processes()
+	if err != nil {
+		return err
+	}
+	pids := make([]int, 0, len(procs))
+	for _, p := range procs {
+		pids = append(pids, p.pid)
+	}
+	if err := setAffinity(pids, a); err != nil {
+		return fmt.Errorf("emulation: system %s: %w", s.id, err)
+	}
+	s.st.Resources.CPUAffinity = a
 	return saveState(s.dir, s.st)
 }
 
