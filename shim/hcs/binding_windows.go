@@ -3,6 +3,7 @@
 package hcs
 
 import (
+	"errors"
 	"io"
 	"syscall"
 	"unsafe"
@@ -152,29 +153,39 @@ func (computecoreBinding) waitOperationProcess(op hcsHandle, timeoutMs uint32) (
 	var doc *uint16
 	err := call(procHcsWaitForOperationResultAndProcessInfo, uintptr(op), uintptr(timeoutMs), uintptr(unsafe.Pointer(&info)), uintptr(unsafe.Pointer(&doc)))
 	pipes := processPipes{pid: info.ProcessID}
-	var ferr error
-	if info.StdInput != 0 {
-		var f io.ReadWriteCloser
-		if f, ferr = winio.NewOpenFile(info.StdInput); ferr == nil {
-			pipes.stdin = f
-		}
+	in, ierr := openPipe(info.StdInput)
+	out, oerr := openPipe(info.StdOutput)
+	errOut, eerr := openPipe(info.StdError)
+	// Only the pipes asked for are set: a nil *os.File-like value in the
+	// interface would not be nil.
+	if in != nil {
+		pipes.stdin = in
 	}
-	if info.StdOutput != 0 {
-		var f io.ReadWriteCloser
-		if f, ferr = winio.NewOpenFile(info.StdOutput); ferr == nil {
-			pipes.stdout = f
-		}
+	if out != nil {
+		pipes.stdout = out
 	}
-	if info.StdError != 0 {
-		var f io.ReadWriteCloser
-		if f, ferr = winio.NewOpenFile(info.StdError); ferr == nil {
-			pipes.stderr = f
-		}
+	if errOut != nil {
+		pipes.stderr = errOut
 	}
 	if err == nil {
-		err = ferr
+		err = errors.Join(ierr, oerr, eerr)
 	}
 	return pipes, takeString(doc), err
+}
+
+// openPipe wraps a pipe handle HCS handed over for overlapped I/O, as
+// hcsshim does; it closes the handle if that fails. A zero handle is a
+// pipe not asked for.
+func openPipe(h windows.Handle) (io.ReadWriteCloser, error) {
+	if h == 0 {
+		return nil, nil
+	}
+	f, err := winio.NewOpenFile(h)
+	if err != nil {
+		windows.CloseHandle(h)
+		return nil, err
+	}
+	return f, nil
 }
 
 func (computecoreBinding) operationResult(op hcsHandle) (string, error) {
