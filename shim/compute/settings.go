@@ -30,9 +30,6 @@ type Settings struct {
 	// ProcessDumps, when set, has Windows Error Reporting write a dump of
 	// every process of the container that crashes.
 	ProcessDumps *ProcessDumps
-	// IgnoreFlushesDuringBoot is a hint that disk flushes during the
-	// container's boot may be skipped.
-	IgnoreFlushesDuringBoot bool
 }
 
 // DeviceKind says how a Device names its devices.
@@ -164,13 +161,6 @@ type Network struct {
 	DNSSearchList []string
 	// AllowUnqualifiedDNSQuery allows resolving single-label names.
 	AllowUnqualifiedDNSQuery bool
-	// PodSandbox is the id of the sandbox (pause) container of the CRI pod
-	// the container belongs to (annotation io.kubernetes.cri.sandbox-id),
-	// "" outside a pod. IsPodSandbox marks that sandbox container itself
-	// (io.kubernetes.cri.container-type=sandbox). A backend that cannot
-	// put every container in the namespace shares the sandbox's network.
-	PodSandbox   string
-	IsPodSandbox bool
 }
 
 // ProcessSettings is a process to start in a system: the init process from

@@ -43,9 +43,8 @@ func fullSettings() *compute.Settings {
 			DNSSearchList:            []string{"default.svc.cluster.local", "svc.cluster.local"},
 			AllowUnqualifiedDNSQuery: true,
 		},
-		CredentialSpec:          `{"CmsPlugins":["ActiveDirectory"]}`,
-		AssignedDevices:         []compute.Device{{Kind: compute.DeviceClass, ID: "5B45201D-F2F2-4F3B-85BB-30FF1F953599"}},
-		IgnoreFlushesDuringBoot: true,
+		CredentialSpec:  `{"CmsPlugins":["ActiveDirectory"]}`,
+		AssignedDevices: []compute.Device{{Kind: compute.DeviceClass, ID: "5B45201D-F2F2-4F3B-85BB-30FF1F953599"}},
 	}
 }
 

@@ -28,11 +28,9 @@
 //	windows.network.networkSharedContainerName  Network.SharedContainerName
 //	windows.network.DNSSearchList           Network.DNSSearchList
 //	windows.network.allowUnqualifiedDNSQuery    Network.AllowUnqualifiedDNSQuery
-//	annotation io.kubernetes.cri.sandbox-id     Network.PodSandbox
-//	annotation io.kubernetes.cri.container-type = sandbox  Network.IsPodSandbox
 //	windows.credentialSpec (string|object)  Settings.CredentialSpec, the JSON object as text
-//	windows.devices[] class / vpci-class-guid   Settings.AssignedDevices (interface class GUIDs)
-//	windows.ignoreFlushesDuringBoot         Settings.IgnoreFlushesDuringBoot
+//	windows.devices[] class / vpci-class-guid / vpci-location-path   Settings.AssignedDevices
+//	windows.ignoreFlushesDuringBoot         nothing: a utility VM's disk setting, which runhcs drops for process isolation too
 //	process.commandLine                     ProcessSettings.CommandLine, as is
 //	process.args (without commandLine)      ProcessSettings.CommandLine = JoinArgs(args)
 //	process.cwd                             ProcessSettings.WorkingDirectory, default C:\

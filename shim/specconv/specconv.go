@@ -79,9 +79,6 @@ func FromSpec(spec *specs.Spec, rootfs []mount.Mount, hostCPUs int) (*compute.Se
 	if s.Network, err = networkFrom(w.Network); err != nil {
 		return nil, nil, err
 	}
-	// As hcsshim's internal/oci GetSandboxTypeAndID reads them.
-	s.Network.PodSandbox = spec.Annotations[annotations.KubernetesSandboxID]
-	s.Network.IsPodSandbox = spec.Annotations[annotations.KubernetesContainerType] == "sandbox"
 	if s.CredentialSpec, err = credentialSpec(w.CredentialSpec); err != nil {
 		return nil, nil, err
 	}
@@ -92,7 +89,6 @@ func FromSpec(spec *specs.Spec, rootfs []mount.Mount, hostCPUs int) (*compute.Se
 	if s.AssignedDevices, err = devicesFrom(w.Devices); err != nil {
 		return nil, nil, err
 	}
-	s.IgnoreFlushesDuringBoot = w.IgnoreFlushesDuringBoot
 
 	if spec.Process == nil {
 		return nil, nil, invalid("spec.process is missing: a container needs the process to run (args or commandLine)")

@@ -505,8 +505,8 @@ func TestNetworkAndSecurity(t *testing.T) {
 		{Kind: compute.DeviceClass, ID: "{86e0d1e0-8089-11d0-9ce4-08003e301f73}"},
 		{Kind: compute.DeviceLocationPath, ID: "PCIROOT(0)#PCI(0100)"},
 	}
-	if !reflect.DeepEqual(s.AssignedDevices, wantDev) || !s.IgnoreFlushesDuringBoot {
-		t.Errorf("devices %+v, ignore flushes %v", s.AssignedDevices, s.IgnoreFlushesDuringBoot)
+	if !reflect.DeepEqual(s.AssignedDevices, wantDev) {
+		t.Errorf("devices %+v", s.AssignedDevices)
 	}
 }
 
@@ -638,31 +638,3 @@ func TestProcessFromSpecRejects(t *testing.T) {
 	}
 }
 
-// TestFromSpecPod reads a container's place in a CRI pod from the
-// annotations containerd's CRI puts on every container's spec.
-func TestFromSpecPod(t *testing.T) {
-	tests := []struct {
-		name        string
-		annotations map[string]string
-		want        compute.Network
-	}{
-		{"no pod", nil, compute.Network{Namespace: "0f6c3a6e-1a2b-4c3d-8e9f-001122334455"}},
-		{"sandbox", map[string]string{"io.kubernetes.cri.container-type": "sandbox", "io.kubernetes.cri.sandbox-id": "pod1"},
-			compute.Network{Namespace: "0f6c3a6e-1a2b-4c3d-8e9f-001122334455", PodSandbox: "pod1", IsPodSandbox: true}},
-		{"app container", map[string]string{"io.kubernetes.cri.container-type": "container", "io.kubernetes.cri.sandbox-id": "pod1"},
-			compute.Network{Namespace: "0f6c3a6e-1a2b-4c3d-8e9f-001122334455", PodSandbox: "pod1"}},
-	}
-	for _, tt := range tests {
-		t.Run(tt.name, func(t *testing.T) {
-			spec := baseSpec()
-			spec.Annotations = tt.annotations
-			s, _, err := FromSpec(spec, baseRootfs(), hostCPUs)
-			if err != nil {
-				t.Fatal(err)
-			}
-			if !reflect.DeepEqual(s.Network, tt.want) {
-				t.Errorf("Network = %#v, want %#v", s.Network, tt.want)
-			}
-		})
-	}
-}
