@@ -9,7 +9,9 @@ import (
 	"strings"
 	"sync"
 	"syscall"
+	"time"
 
+	"github.com/containerd/log"
 	"github.com/winproc/winproc/shim/hcs/schema2"
 )
 
@@ -19,7 +21,16 @@ import (
 // is portable, and tested against a fake binding (core_test.go).
 type computeCore struct {
 	api binding
+	// signalWait bounds how long Signal waits for HCS to carry out a
+	// console event (defaultSignalWait; shortened by tests).
+	signalWait time.Duration
 }
+
+// defaultSignalWait: a servercore image's process can hold a console
+// event's call until it exits (runhcs signals WCOW processes in the
+// background for that, hcsshim bug 36689012); past this wait the event
+// counts as delivered and its end is awaited in the background.
+const defaultSignalWait = time.Second
 
 // Errors of handles the core has closed, and of HCS going away.
 var (
@@ -485,10 +496,15 @@ type coreProcess struct {
 	pid   int
 	code  int           // under mu, once exited
 	pipes *processPipes // handed over once by Stdio; under mu
+
+	// signals counts the console events HCS has not finished with; Close
+	// cancels them (closing) and waits for them before the handle goes.
+	signals sync.WaitGroup
+	closing chan struct{}
 }
 
 func (c *computeCore) newProcess(ctx context.Context, h hcsHandle, pipes processPipes) (*coreProcess, error) {
-	p := &coreProcess{coreHandle: newCoreHandle(h), c: c, pid: int(pipes.pid), pipes: &pipes}
+	p := &coreProcess{coreHandle: newCoreHandle(h), c: c, pid: int(pipes.pid), pipes: &pipes, closing: make(chan struct{})}
 	p.key = hcsEvents.add(p.notify)
 	if err := c.api.setProcessCallback(h, p.key); err != nil {
 		hcsEvents.remove(p.key)
@@ -532,19 +548,82 @@ func (p *coreProcess) Pid() int { return p.pid }
 
 // Signal delivers a console control event (schema2 SignalProcessOptions).
 func (p *coreProcess) Signal(ctx context.Context, signal string) error {
-	h, err := p.handle()
-	if err != nil {
-		return err
-	}
-	if p.hasExited() {
-		return errAlreadyExited
-	}
 	b, err := json.Marshal(schema2.SignalProcessOptions{Signal: signal})
 	if err != nil {
 		return err
 	}
-	_, err = p.c.run(ctx, func(op hcsHandle) error { return p.c.api.signalProcess(h, op, string(b)) })
-	return err
+	// The handle stays open until this signal is done with: Close waits.
+	p.mu.Lock()
+	h := p.h
+	if h != 0 {
+		p.signals.Add(1)
+	}
+	p.mu.Unlock()
+	if h == 0 {
+		return errHandleClosed
+	}
+	if p.hasExited() {
+		p.signals.Done()
+		return errAlreadyExited
+	}
+	op, err := p.c.api.createOperation()
+	if err != nil {
+		p.signals.Done()
+		return err
+	}
+	if err := p.c.api.signalProcess(h, op, string(b)); err != nil {
+		doc, _ := p.c.api.operationResult(op)
+		p.c.api.closeOperation(op)
+		p.signals.Done()
+		return withResult(err, doc)
+	}
+	done := make(chan error, 1)
+	go func() {
+		doc, err := p.c.api.waitOperation(op, infiniteTimeout)
+		done <- withResult(err, doc)
+	}()
+	finish := func(cancel bool) error {
+		if cancel {
+			_ = p.c.api.cancelOperation(op)
+		}
+		err := <-done
+		p.c.api.closeOperation(op)
+		p.signals.Done()
+		return err
+	}
+	wait := p.c.signalWait
+	if wait <= 0 {
+		wait = defaultSignalWait
+	}
+	t := time.NewTimer(wait)
+	defer t.Stop()
+	select {
+	case err := <-done:
+		done <- err
+		return finish(false)
+	case <-ctx.Done():
+		if err := finish(true); err != nil {
+			return ctx.Err()
+		}
+		return nil
+	case <-t.C:
+	}
+	// Delivered, as far as the caller is concerned; its end comes with
+	// the process's exit, or Close cancels it.
+	go func() {
+		var err error
+		select {
+		case err = <-done:
+			done <- err
+			err = finish(false)
+		case <-p.closing:
+			err = finish(true)
+		}
+		if err != nil && !coreFacts(err).AlreadyStopped {
+			log.L.WithError(err).WithFields(log.Fields{"pid": p.pid, "signal": signal}).Warn("a console event HCS held failed")
+		}
+	}()
+	return nil
 }
 
 // Kill terminates the process; HCS reports the exit by notification.
@@ -625,6 +704,8 @@ func (p *coreProcess) Close() error {
 	if pipes != nil {
 		closePipes(*pipes)
 	}
+	close(p.closing)
+	p.signals.Wait()
 	p.c.api.closeProcess(h)
 	p.closed()
 	return nil

@@ -292,3 +292,49 @@ func TestCoreCredentialGuard(t *testing.T) {
 		t.Errorf("a refused instance = %v", err)
 	}
 }
+
+// A console event HCS holds (a servercore process's service manager holds
+// it until the process exits) counts as delivered after a while, as runhcs
+// signals in the background; Close cancels what is still held and waits
+// for it, so no operation outlives the handle.
+func TestCoreSignalHeld(t *testing.T) {
+	a, c := testCore(t)
+	c.signalWait = 50 * time.Millisecond
+	sys, err := c.createContainer(context.Background(), "s", testDoc)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer sys.Close()
+	p, err := sys.CreateProcess(context.Background(), &schema2.ProcessParameters{CommandLine: "x"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	release := a.hold("signal")
+	began := time.Now()
+	if err := p.Signal(context.Background(), "CtrlShutdown"); err != nil {
+		t.Fatalf("a held console event = %v, want delivered", err)
+	}
+	if d := time.Since(began); d < 50*time.Millisecond || d > time.Second {
+		t.Errorf("Signal returned after %v, want after the 50 ms wait", d)
+	}
+	// Held, then carried out: the background wait ends by itself.
+	release()
+	if err := p.Signal(context.Background(), "CtrlC"); err != nil {
+		t.Errorf("a console event carried out at once = %v", err)
+	}
+
+	// Held until Close, which cancels it.
+	a.hold("signal")
+	if err := p.Signal(context.Background(), "CtrlShutdown"); err != nil {
+		t.Fatal(err)
+	}
+	if err := p.Close(); err != nil {
+		t.Fatal(err)
+	}
+	if calls := a.callList(); calls[len(calls)-2] != "cancel" {
+		t.Errorf("calls %q, want the held event cancelled before the handle closed", calls)
+	}
+	if err := p.Signal(context.Background(), "CtrlC"); !errors.Is(err, errHandleClosed) {
+		t.Errorf("Signal after Close = %v", err)
+	}
+}
