@@ -637,4 +637,3 @@ func TestProcessFromSpecRejects(t *testing.T) {
 		}
 	}
 }
-
