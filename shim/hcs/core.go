@@ -189,7 +189,7 @@ func (c *computeCore) openContainer(ctx context.Context, id string) (hcsContaine
 	// notification to no one: ask.
 	var props schema2.Properties
 	doc, err := c.run(ctx, func(op hcsHandle) error { return c.api.getComputeSystemProperties(h, op, "") })
-	if err == nil && json.Unmarshal([]byte(doc), &props) == nil && props.Stopped {
+	if err == nil && json.Unmarshal([]byte(doc), &props) == nil && (props.Stopped || props.State == "Stopped") {
 		s.exit(nil, nil)
 	}
 	return s, nil
