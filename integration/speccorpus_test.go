@@ -116,6 +116,11 @@ func TestWriteSpecCorpus(t *testing.T) {
 				"windows":     map[string]any{"security_context": map[string]any{"run_as_username": "ContainerUser"}},
 			}
 		}},
+		// Windows names are case-insensitive; containerd compares them
+		// as they are, so both spellings reach the spec.
+		{"env-case", func() map[string]any {
+			return map[string]any{"envs": []map[string]string{{"key": "Path", "value": `C:\app`}, {"key": "PATH", "value": `C:\Windows`}, {"key": "GREETING", "value": ""}}}
+		}},
 		{"mounts", func() map[string]any {
 			return map[string]any{"mounts": []map[string]any{
 				{"container_path": `C:\config`, "host_path": hostDir("config"), "readonly": true},

@@ -6,6 +6,7 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"io"
 	"maps"
 	"os"
 	"os/exec"
@@ -57,16 +58,24 @@ var oracleInputs = struct {
 	Owner: "containerd-shim-runhcs-v1.exe",
 }
 
-// documentDifferences are the fields where winproc's document differs
-// from runhcs's on purpose; MAPPING.md gives the same list. A difference
-// applies to the corpus specs whose name matches specs (every spec when
-// empty) and to the fields matching field.
-var documentDifferences = []struct {
+// A difference is a field where winproc's document differs from runhcs's
+// on purpose; MAPPING.md gives the same lists. It applies to the corpus
+// specs whose name contains specs (every spec when empty) and to the
+// fields matching field.
+type difference struct {
 	field, specs, reason string
-}{
+}
+
+// documentDifferences are the container document's.
+var documentDifferences = []difference{
 	{`^Owner$`, "", "the owner is the management stack's name: winproc's is winproc, runhcs's is its shim's binary name"},
 	{`^Container\.Memory\.SizeInMB$`, "memory-odd", "a memory limit that is not a whole number of MiB is rounded up by winproc and down by runhcs (which makes a limit under 1 MiB no limit)"},
 	{`^Container\.MappedDirectories\[\d+\]\.ContainerPath$`, "mount-propagation", `winproc normalises a container path (c:\cache\ becomes C:\cache) and refuses two mounts on one path; runhcs passes it as given`},
+}
+
+// processDifferences are the init process's parameters'.
+var processDifferences = []difference{
+	{`^Environment\.`, "env-case", "Windows environment names are case-insensitive: of two spellings of one name (Path and PATH, which containerd keeps apart) winproc keeps the later entry, as the spec orders them; runhcs sends both, and which a program sees is up to Windows"},
 }
 
 func TestDocumentMatchesRunhcs(t *testing.T) {
@@ -91,6 +100,7 @@ func TestDocumentMatchesRunhcs(t *testing.T) {
 	st := mountedStorage{layers: layers, volume: oracleInputs.Volume}
 
 	compared, used := 0, map[int]bool{}
+	processFields, usedProcess := 0, map[int]bool{}
 	for _, path := range names {
 		name := strings.TrimSuffix(filepath.Base(path), ".json")
 		t.Run(name, func(t *testing.T) {
@@ -99,12 +109,32 @@ func TestDocumentMatchesRunhcs(t *testing.T) {
 			var want struct {
 				Document       json.RawMessage
 				Error          string
+				Process        json.RawMessage
+				ProcessError   string
 				HostProcessors int
 				Resolved       map[string]string
 			}
 			readTestJSON(t, filepath.Join(oracle, name+".json"), &want)
 
-			s, _, err := specconv.FromSpec(&spec, rootfs, want.HostProcessors)
+			s, ps, err := specconv.FromSpec(&spec, rootfs, want.HostProcessors)
+			if err == nil && want.ProcessError == "" {
+				// As the shim connects the init process: stdout, and
+				// stderr without a terminal.
+				ps.Stdout = io.Discard
+				if !ps.Terminal {
+					ps.Stderr = io.Discard
+				}
+				pp, err := processParameters(ps)
+				if err != nil {
+					t.Fatalf("process parameters: %v", err)
+				}
+				got, _ := json.Marshal(pp)
+				n, u := compareDocuments(t, "process ", name, got, want.Process, processDifferences)
+				processFields += n
+				for i := range u {
+					usedProcess[i] = true
+				}
+			}
 			var doc *schema2.ComputeSystem
 			if err == nil {
 				// As the backend resolves them, with the same function.
@@ -130,30 +160,51 @@ func TestDocumentMatchesRunhcs(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			g, w := flatten(t, got), flatten(t, want.Document)
-			for _, f := range slices.Sorted(maps.Keys(union(g, w))) {
-				compared++
-				if g[f] == w[f] {
-					continue
-				}
-				if i := differenceFor(f, name); i >= 0 {
-					used[i] = true
-					continue
-				}
-				t.Errorf("%s: winproc %s, runhcs %s", f, orMissing(g[f]), orMissing(w[f]))
+			n, u := compareDocuments(t, "", name, got, want.Document, documentDifferences)
+			compared += n
+			for i := range u {
+				used[i] = true
 			}
 		})
 	}
-	for i, d := range documentDifferences {
-		if !used[i] {
-			t.Errorf("listed difference %s (%s) never showed: remove it from the list and MAPPING.md", d.field, d.reason)
+	for _, l := range []struct {
+		diffs []difference
+		used  map[int]bool
+	}{{documentDifferences, used}, {processDifferences, usedProcess}} {
+		for i, d := range l.diffs {
+			if !l.used[i] {
+				t.Errorf("listed difference %s (%s) never showed: remove it from the list and MAPPING.md", d.field, d.reason)
+			}
 		}
 	}
-	t.Logf("%d specs, %d fields compared, %d listed differences", len(names), compared, len(documentDifferences))
+	t.Logf("%d specs: %d fields of the container document compared (%d listed differences), %d of the init process's parameters (%d listed differences)",
+		len(names), compared, len(documentDifferences), processFields, len(processDifferences))
 }
 
-func differenceFor(field, spec string) int {
-	for i, d := range documentDifferences {
+// compareDocuments compares winproc's document got with runhcs's want,
+// field by field, reporting every difference not listed in diffs; it
+// returns the number of fields compared and the listed differences that
+// showed.
+func compareDocuments(t *testing.T, what, spec string, got, want []byte, diffs []difference) (int, map[int]bool) {
+	t.Helper()
+	used := map[int]bool{}
+	g, w := flatten(t, got), flatten(t, want)
+	fields := slices.Sorted(maps.Keys(union(g, w)))
+	for _, f := range fields {
+		if g[f] == w[f] {
+			continue
+		}
+		if i := differenceFor(diffs, f, spec); i >= 0 {
+			used[i] = true
+			continue
+		}
+		t.Errorf("%s%s: winproc %s, runhcs %s", what, f, orMissing(g[f]), orMissing(w[f]))
+	}
+	return len(fields), used
+}
+
+func differenceFor(diffs []difference, field, spec string) int {
+	for i, d := range diffs {
 		if regexp.MustCompile(d.field).MatchString(field) && strings.Contains(spec, d.specs) {
 			return i
 		}

@@ -16,6 +16,8 @@ package hcsoci
 import (
 	"context"
 	"encoding/json"
+	"errors"
+	"io"
 	"os"
 	"path/filepath"
 	"strings"
@@ -23,7 +25,10 @@ import (
 
 	"github.com/Microsoft/go-winio/pkg/fs"
 	specs "github.com/opencontainers/runtime-spec/specs-go"
+	"github.com/sirupsen/logrus"
 
+	"github.com/Microsoft/hcsshim/internal/cmd"
+	"github.com/Microsoft/hcsshim/internal/cow"
 	hcsschema "github.com/Microsoft/hcsshim/internal/hcs/schema2"
 	"github.com/Microsoft/hcsshim/internal/layers"
 	"github.com/Microsoft/hcsshim/internal/oci"
@@ -43,8 +48,13 @@ type oracleInputs struct {
 }
 
 type oracleResult struct {
-	Document       *hcsschema.ComputeSystem `json:",omitempty"`
-	Error          string                   `json:",omitempty"`
+	Document *hcsschema.ComputeSystem `json:",omitempty"`
+	Error    string                   `json:",omitempty"`
+	// Process is the init process's parameters, as runhcs's shim starts
+	// it (internal/cmd Cmd.Start): stdout always, stderr without a
+	// terminal, no stdin.
+	Process        *hcsschema.ProcessParameters `json:",omitempty"`
+	ProcessError   string                       `json:",omitempty"`
 	HostProcessors int32
 	// Resolved is what go-winio's fs.ResolvePath made of each mount's
 	// source: winproc's backend resolves them with the same function.
@@ -96,6 +106,13 @@ func TestWinprocOracle(t *testing.T) {
 				res.Resolved = map[string]string{}
 			}
 			res.Resolved[m.Source] = r
+		}
+		if spec.Process != nil {
+			p, err := runhcsProcess(spec.Process)
+			if err != nil {
+				res.ProcessError = err.Error()
+			}
+			res.Process = p
 		}
 		doc, err := runhcsDocument(id, &spec, inputs)
 		if err != nil {
@@ -195,6 +212,35 @@ func firstMissing(path string) string {
 			return missing
 		}
 	}
+}
+
+// captureHost is a process host that keeps the parameters it is asked to
+// create a process with, and creates none.
+type captureHost struct {
+	params *hcsschema.ProcessParameters
+}
+
+var errCaptured = errors.New("captured")
+
+func (h *captureHost) CreateProcess(_ context.Context, config interface{}) (cow.Process, error) {
+	h.params, _ = config.(*hcsschema.ProcessParameters)
+	return nil, errCaptured
+}
+
+func (h *captureHost) OS() string  { return "windows" }
+func (h *captureHost) IsOCI() bool { return false }
+
+// runhcsProcess is the document runhcs's Cmd.Start makes for the process.
+func runhcsProcess(p *specs.Process) (*hcsschema.ProcessParameters, error) {
+	h := &captureHost{}
+	c := &cmd.Cmd{Host: h, Spec: p, Stdout: io.Discard, Log: logrus.NewEntry(logrus.StandardLogger())}
+	if !p.Terminal {
+		c.Stderr = io.Discard
+	}
+	if err := c.Start(); !errors.Is(err, errCaptured) {
+		return nil, err
+	}
+	return h.params, nil
 }
 
 func readJSON(t *testing.T, path string, v any) {
