@@ -106,15 +106,11 @@ func (c *computeCore) runWith(ctx context.Context, start, wait func(op hcsHandle
 	if err := ctx.Err(); err != nil {
 		return err
 	}
-	op, err := c.api.createOperation()
+	op, err := c.begin(start)
 	if err != nil {
 		return err
 	}
 	defer c.api.closeOperation(op)
-	if err := start(op); err != nil {
-		doc, _ := c.api.operationResult(op)
-		return withResult(err, doc)
-	}
 	done := make(chan error, 1)
 	go func() { done <- wait(op) }()
 	select {
@@ -135,16 +131,27 @@ func (c *computeCore) runWith(ctx context.Context, start, wait func(op hcsHandle
 // accepted goes on after the handle is closed (Shutdown and Terminate,
 // whose end is the system's exit notification).
 func (c *computeCore) submit(start func(op hcsHandle) error) error {
-	op, err := c.api.createOperation()
+	op, err := c.begin(start)
 	if err != nil {
 		return err
 	}
-	defer c.api.closeOperation(op)
+	c.api.closeOperation(op)
+	return nil
+}
+
+// begin creates an operation and starts it with start. When start fails,
+// the operation is closed and the error carries HCS's detail.
+func (c *computeCore) begin(start func(op hcsHandle) error) (hcsHandle, error) {
+	op, err := c.api.createOperation()
+	if err != nil {
+		return 0, err
+	}
 	if err := start(op); err != nil {
 		doc, _ := c.api.operationResult(op)
-		return withResult(err, doc)
+		c.api.closeOperation(op)
+		return 0, withResult(err, doc)
 	}
-	return nil
+	return op, nil
 }
 
 // createContainer creates the compute system id from doc. A system made
@@ -566,16 +573,10 @@ func (p *coreProcess) Signal(ctx context.Context, signal string) error {
 		p.signals.Done()
 		return errAlreadyExited
 	}
-	op, err := p.c.api.createOperation()
+	op, err := p.c.begin(func(op hcsHandle) error { return p.c.api.signalProcess(h, op, string(b)) })
 	if err != nil {
 		p.signals.Done()
 		return err
-	}
-	if err := p.c.api.signalProcess(h, op, string(b)); err != nil {
-		doc, _ := p.c.api.operationResult(op)
-		p.c.api.closeOperation(op)
-		p.signals.Done()
-		return withResult(err, doc)
 	}
 	done := make(chan error, 1)
 	go func() {
