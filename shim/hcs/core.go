@@ -12,6 +12,7 @@ import (
 	"time"
 
 	"github.com/containerd/log"
+
 	"github.com/winproc/winproc/shim/hcs/schema2"
 )
 
@@ -36,7 +37,6 @@ const defaultSignalWait = time.Second
 var (
 	errHandleClosed  = errors.New("the HCS handle has been closed")
 	errServiceGone   = errors.New("the Host Compute Service disconnected")
-	errNotDelivered  = errors.New("HCS did not deliver the console event")
 	errAlreadyExited = errors.New("the process has already exited")
 )
 
