@@ -14,7 +14,13 @@ import (
 
 // This file is the binding to computecore.dll: one system call per
 // method, with strings converted to and from UTF-16 and HRESULTs returned
-// as syscall.Errno. It makes no decision (core.go does).
+// as syscall.Errno. It makes no decision (core.go does). Nothing here runs
+// HCS on this project's machines; each function's parameters were matched
+// against Microsoft's HCS API reference (computecore.h) and the //sys
+// declarations of hcsshim v0.15.0 internal/computecore/computecore.go, the
+// structures against its types.go (HcsEvent, HcsProcessInformation). Under
+// Wine, hcs_windows_test.go calls the notification callback as HCS does and
+// loads the missing DLL.
 
 var (
 	computecore = windows.NewLazySystemDLL("computecore.dll")
