@@ -23,34 +23,9 @@ import (
 // loads the missing DLL.
 
 var (
-	computecore = windows.NewLazySystemDLL("computecore.dll")
-	ntdll       = windows.NewLazySystemDLL("ntdll.dll")
+	ntdll = windows.NewLazySystemDLL("ntdll.dll")
 
-	procHcsCreateOperation                      = computecore.NewProc("HcsCreateOperation")
-	procHcsCloseOperation                       = computecore.NewProc("HcsCloseOperation")
-	procHcsWaitForOperationResult               = computecore.NewProc("HcsWaitForOperationResult")
-	procHcsWaitForOperationResultAndProcessInfo = computecore.NewProc("HcsWaitForOperationResultAndProcessInfo")
-	procHcsGetOperationResult                   = computecore.NewProc("HcsGetOperationResult")
-	procHcsCancelOperation                      = computecore.NewProc("HcsCancelOperation")
-	procHcsCreateComputeSystem                  = computecore.NewProc("HcsCreateComputeSystem")
-	procHcsOpenComputeSystem                    = computecore.NewProc("HcsOpenComputeSystem")
-	procHcsCloseComputeSystem                   = computecore.NewProc("HcsCloseComputeSystem")
-	procHcsStartComputeSystem                   = computecore.NewProc("HcsStartComputeSystem")
-	procHcsShutDownComputeSystem                = computecore.NewProc("HcsShutDownComputeSystem")
-	procHcsTerminateComputeSystem               = computecore.NewProc("HcsTerminateComputeSystem")
-	procHcsModifyComputeSystem                  = computecore.NewProc("HcsModifyComputeSystem")
-	procHcsGetComputeSystemProperties           = computecore.NewProc("HcsGetComputeSystemProperties")
-	procHcsSetComputeSystemCallback             = computecore.NewProc("HcsSetComputeSystemCallback")
-	procHcsCreateProcess                        = computecore.NewProc("HcsCreateProcess")
-	procHcsCloseProcess                         = computecore.NewProc("HcsCloseProcess")
-	procHcsSignalProcess                        = computecore.NewProc("HcsSignalProcess")
-	procHcsTerminateProcess                     = computecore.NewProc("HcsTerminateProcess")
-	procHcsModifyProcess                        = computecore.NewProc("HcsModifyProcess")
-	procHcsGetProcessProperties                 = computecore.NewProc("HcsGetProcessProperties")
-	procHcsSetProcessCallback                   = computecore.NewProc("HcsSetProcessCallback")
-	procHcsModifyServiceSettings                = computecore.NewProc("HcsModifyServiceSettings")
-	procHcsGetServiceProperties                 = computecore.NewProc("HcsGetServiceProperties")
-	procNtOpenJobObject                         = ntdll.NewProc("NtOpenJobObject")
+	procNtOpenJobObject = ntdll.NewProc("NtOpenJobObject")
 
 	// eventCallback is the one HCS_EVENT_CALLBACK: Windows keeps a
 	// limited number of callbacks, so every handle shares it, and its
@@ -79,9 +54,69 @@ type hcsProcessInformation struct {
 	StdError  windows.Handle
 }
 
-type computecoreBinding struct{}
+// computecoreBinding calls the functions of one computecore.dll: the
+// system's (newComputecoreBinding(computecoreDLL())), or in a test a
+// stand-in of it.
+type computecoreBinding struct {
+	HcsCreateOperation                      *windows.LazyProc
+	HcsCloseOperation                       *windows.LazyProc
+	HcsWaitForOperationResult               *windows.LazyProc
+	HcsWaitForOperationResultAndProcessInfo *windows.LazyProc
+	HcsGetOperationResult                   *windows.LazyProc
+	HcsCancelOperation                      *windows.LazyProc
+	HcsCreateComputeSystem                  *windows.LazyProc
+	HcsOpenComputeSystem                    *windows.LazyProc
+	HcsCloseComputeSystem                   *windows.LazyProc
+	HcsStartComputeSystem                   *windows.LazyProc
+	HcsShutDownComputeSystem                *windows.LazyProc
+	HcsTerminateComputeSystem               *windows.LazyProc
+	HcsModifyComputeSystem                  *windows.LazyProc
+	HcsGetComputeSystemProperties           *windows.LazyProc
+	HcsSetComputeSystemCallback             *windows.LazyProc
+	HcsCreateProcess                        *windows.LazyProc
+	HcsCloseProcess                         *windows.LazyProc
+	HcsSignalProcess                        *windows.LazyProc
+	HcsTerminateProcess                     *windows.LazyProc
+	HcsModifyProcess                        *windows.LazyProc
+	HcsGetProcessProperties                 *windows.LazyProc
+	HcsSetProcessCallback                   *windows.LazyProc
+	HcsModifyServiceSettings                *windows.LazyProc
+	HcsGetServiceProperties                 *windows.LazyProc
+}
 
 var _ binding = computecoreBinding{}
+
+// computecoreDLL is HCS's, from System32 only.
+func computecoreDLL() *windows.LazyDLL { return windows.NewLazySystemDLL("computecore.dll") }
+
+func newComputecoreBinding(dll *windows.LazyDLL) computecoreBinding {
+	return computecoreBinding{
+		HcsCreateOperation:                      dll.NewProc("HcsCreateOperation"),
+		HcsCloseOperation:                       dll.NewProc("HcsCloseOperation"),
+		HcsWaitForOperationResult:               dll.NewProc("HcsWaitForOperationResult"),
+		HcsWaitForOperationResultAndProcessInfo: dll.NewProc("HcsWaitForOperationResultAndProcessInfo"),
+		HcsGetOperationResult:                   dll.NewProc("HcsGetOperationResult"),
+		HcsCancelOperation:                      dll.NewProc("HcsCancelOperation"),
+		HcsCreateComputeSystem:                  dll.NewProc("HcsCreateComputeSystem"),
+		HcsOpenComputeSystem:                    dll.NewProc("HcsOpenComputeSystem"),
+		HcsCloseComputeSystem:                   dll.NewProc("HcsCloseComputeSystem"),
+		HcsStartComputeSystem:                   dll.NewProc("HcsStartComputeSystem"),
+		HcsShutDownComputeSystem:                dll.NewProc("HcsShutDownComputeSystem"),
+		HcsTerminateComputeSystem:               dll.NewProc("HcsTerminateComputeSystem"),
+		HcsModifyComputeSystem:                  dll.NewProc("HcsModifyComputeSystem"),
+		HcsGetComputeSystemProperties:           dll.NewProc("HcsGetComputeSystemProperties"),
+		HcsSetComputeSystemCallback:             dll.NewProc("HcsSetComputeSystemCallback"),
+		HcsCreateProcess:                        dll.NewProc("HcsCreateProcess"),
+		HcsCloseProcess:                         dll.NewProc("HcsCloseProcess"),
+		HcsSignalProcess:                        dll.NewProc("HcsSignalProcess"),
+		HcsTerminateProcess:                     dll.NewProc("HcsTerminateProcess"),
+		HcsModifyProcess:                        dll.NewProc("HcsModifyProcess"),
+		HcsGetProcessProperties:                 dll.NewProc("HcsGetProcessProperties"),
+		HcsSetProcessCallback:                   dll.NewProc("HcsSetProcessCallback"),
+		HcsModifyServiceSettings:                dll.NewProc("HcsModifyServiceSettings"),
+		HcsGetServiceProperties:                 dll.NewProc("HcsGetServiceProperties"),
+	}
+}
 
 // call calls proc, loading it first (a host without the Containers feature
 // has no computecore.dll: the load error is ERROR_MOD_NOT_FOUND), and
@@ -133,31 +168,31 @@ func takeString(p *uint16) string {
 	return s
 }
 
-func (computecoreBinding) createOperation() (hcsHandle, error) {
-	if err := procHcsCreateOperation.Find(); err != nil {
+func (b computecoreBinding) createOperation() (hcsHandle, error) {
+	if err := b.HcsCreateOperation.Find(); err != nil {
 		return 0, loadError(err)
 	}
-	r, _, err := syscall.SyscallN(procHcsCreateOperation.Addr(), 0, 0)
+	r, _, err := syscall.SyscallN(b.HcsCreateOperation.Addr(), 0, 0)
 	if r == 0 {
 		return 0, err
 	}
 	return hcsHandle(r), nil
 }
 
-func (computecoreBinding) closeOperation(op hcsHandle) {
-	callVoid(procHcsCloseOperation, uintptr(op))
+func (b computecoreBinding) closeOperation(op hcsHandle) {
+	callVoid(b.HcsCloseOperation, uintptr(op))
 }
 
-func (computecoreBinding) waitOperation(op hcsHandle, timeoutMs uint32) (string, error) {
+func (b computecoreBinding) waitOperation(op hcsHandle, timeoutMs uint32) (string, error) {
 	var doc *uint16
-	err := call(procHcsWaitForOperationResult, uintptr(op), uintptr(timeoutMs), uintptr(unsafe.Pointer(&doc)))
+	err := call(b.HcsWaitForOperationResult, uintptr(op), uintptr(timeoutMs), uintptr(unsafe.Pointer(&doc)))
 	return takeString(doc), err
 }
 
-func (computecoreBinding) waitOperationProcess(op hcsHandle, timeoutMs uint32) (processPipes, string, error) {
+func (b computecoreBinding) waitOperationProcess(op hcsHandle, timeoutMs uint32) (processPipes, string, error) {
 	var info hcsProcessInformation
 	var doc *uint16
-	err := call(procHcsWaitForOperationResultAndProcessInfo, uintptr(op), uintptr(timeoutMs), uintptr(unsafe.Pointer(&info)), uintptr(unsafe.Pointer(&doc)))
+	err := call(b.HcsWaitForOperationResultAndProcessInfo, uintptr(op), uintptr(timeoutMs), uintptr(unsafe.Pointer(&info)), uintptr(unsafe.Pointer(&doc)))
 	pipes := processPipes{pid: info.ProcessID}
 	in, ierr := openPipe(info.StdInput)
 	out, oerr := openPipe(info.StdOutput)
@@ -194,17 +229,17 @@ func openPipe(h windows.Handle) (io.ReadWriteCloser, error) {
 	return f, nil
 }
 
-func (computecoreBinding) operationResult(op hcsHandle) (string, error) {
+func (b computecoreBinding) operationResult(op hcsHandle) (string, error) {
 	var doc *uint16
-	err := call(procHcsGetOperationResult, uintptr(op), uintptr(unsafe.Pointer(&doc)))
+	err := call(b.HcsGetOperationResult, uintptr(op), uintptr(unsafe.Pointer(&doc)))
 	return takeString(doc), err
 }
 
-func (computecoreBinding) cancelOperation(op hcsHandle) error {
-	return call(procHcsCancelOperation, uintptr(op))
+func (b computecoreBinding) cancelOperation(op hcsHandle) error {
+	return call(b.HcsCancelOperation, uintptr(op))
 }
 
-func (computecoreBinding) createComputeSystem(id, doc string, op hcsHandle) (hcsHandle, error) {
+func (b computecoreBinding) createComputeSystem(id, doc string, op hcsHandle) (hcsHandle, error) {
 	pid, err := utf16(id)
 	if err != nil {
 		return 0, err
@@ -214,115 +249,115 @@ func (computecoreBinding) createComputeSystem(id, doc string, op hcsHandle) (hcs
 		return 0, err
 	}
 	var h hcsHandle
-	err = call(procHcsCreateComputeSystem, pid, pdoc, uintptr(op), 0, uintptr(unsafe.Pointer(&h)))
+	err = call(b.HcsCreateComputeSystem, pid, pdoc, uintptr(op), 0, uintptr(unsafe.Pointer(&h)))
 	return h, err
 }
 
-func (computecoreBinding) openComputeSystem(id string) (hcsHandle, error) {
+func (b computecoreBinding) openComputeSystem(id string) (hcsHandle, error) {
 	pid, err := utf16(id)
 	if err != nil {
 		return 0, err
 	}
 	var h hcsHandle
-	err = call(procHcsOpenComputeSystem, pid, windows.GENERIC_ALL, uintptr(unsafe.Pointer(&h)))
+	err = call(b.HcsOpenComputeSystem, pid, windows.GENERIC_ALL, uintptr(unsafe.Pointer(&h)))
 	return h, err
 }
 
-func (computecoreBinding) closeComputeSystem(sys hcsHandle) {
-	callVoid(procHcsCloseComputeSystem, uintptr(sys))
+func (b computecoreBinding) closeComputeSystem(sys hcsHandle) {
+	callVoid(b.HcsCloseComputeSystem, uintptr(sys))
 }
 
-func (computecoreBinding) startComputeSystem(sys, op hcsHandle) error {
-	return call(procHcsStartComputeSystem, uintptr(sys), uintptr(op), 0)
+func (b computecoreBinding) startComputeSystem(sys, op hcsHandle) error {
+	return call(b.HcsStartComputeSystem, uintptr(sys), uintptr(op), 0)
 }
 
-func (computecoreBinding) shutDownComputeSystem(sys, op hcsHandle) error {
-	return call(procHcsShutDownComputeSystem, uintptr(sys), uintptr(op), 0)
+func (b computecoreBinding) shutDownComputeSystem(sys, op hcsHandle) error {
+	return call(b.HcsShutDownComputeSystem, uintptr(sys), uintptr(op), 0)
 }
 
-func (computecoreBinding) terminateComputeSystem(sys, op hcsHandle) error {
-	return call(procHcsTerminateComputeSystem, uintptr(sys), uintptr(op), 0)
+func (b computecoreBinding) terminateComputeSystem(sys, op hcsHandle) error {
+	return call(b.HcsTerminateComputeSystem, uintptr(sys), uintptr(op), 0)
 }
 
-func (computecoreBinding) modifyComputeSystem(sys, op hcsHandle, doc string) error {
+func (b computecoreBinding) modifyComputeSystem(sys, op hcsHandle, doc string) error {
 	p, err := utf16(doc)
 	if err != nil {
 		return err
 	}
-	return call(procHcsModifyComputeSystem, uintptr(sys), uintptr(op), p, 0)
+	return call(b.HcsModifyComputeSystem, uintptr(sys), uintptr(op), p, 0)
 }
 
-func (computecoreBinding) getComputeSystemProperties(sys, op hcsHandle, query string) error {
+func (b computecoreBinding) getComputeSystemProperties(sys, op hcsHandle, query string) error {
 	p, err := utf16(query)
 	if err != nil {
 		return err
 	}
-	return call(procHcsGetComputeSystemProperties, uintptr(sys), uintptr(op), p)
+	return call(b.HcsGetComputeSystemProperties, uintptr(sys), uintptr(op), p)
 }
 
-func (computecoreBinding) setComputeSystemCallback(sys hcsHandle, key uintptr) error {
-	return call(procHcsSetComputeSystemCallback, uintptr(sys), 0, key, eventCallback)
+func (b computecoreBinding) setComputeSystemCallback(sys hcsHandle, key uintptr) error {
+	return call(b.HcsSetComputeSystemCallback, uintptr(sys), 0, key, eventCallback)
 }
 
-func (computecoreBinding) createProcess(sys hcsHandle, params string, op hcsHandle) (hcsHandle, error) {
+func (b computecoreBinding) createProcess(sys hcsHandle, params string, op hcsHandle) (hcsHandle, error) {
 	p, err := utf16(params)
 	if err != nil {
 		return 0, err
 	}
 	var h hcsHandle
-	err = call(procHcsCreateProcess, uintptr(sys), p, uintptr(op), 0, uintptr(unsafe.Pointer(&h)))
+	err = call(b.HcsCreateProcess, uintptr(sys), p, uintptr(op), 0, uintptr(unsafe.Pointer(&h)))
 	return h, err
 }
 
-func (computecoreBinding) closeProcess(p hcsHandle) {
-	callVoid(procHcsCloseProcess, uintptr(p))
+func (b computecoreBinding) closeProcess(p hcsHandle) {
+	callVoid(b.HcsCloseProcess, uintptr(p))
 }
 
-func (computecoreBinding) signalProcess(p, op hcsHandle, options string) error {
+func (b computecoreBinding) signalProcess(p, op hcsHandle, options string) error {
 	o, err := utf16(options)
 	if err != nil {
 		return err
 	}
-	return call(procHcsSignalProcess, uintptr(p), uintptr(op), o)
+	return call(b.HcsSignalProcess, uintptr(p), uintptr(op), o)
 }
 
-func (computecoreBinding) terminateProcess(p, op hcsHandle) error {
-	return call(procHcsTerminateProcess, uintptr(p), uintptr(op), 0)
+func (b computecoreBinding) terminateProcess(p, op hcsHandle) error {
+	return call(b.HcsTerminateProcess, uintptr(p), uintptr(op), 0)
 }
 
-func (computecoreBinding) modifyProcess(p, op hcsHandle, doc string) error {
+func (b computecoreBinding) modifyProcess(p, op hcsHandle, doc string) error {
 	d, err := utf16(doc)
 	if err != nil {
 		return err
 	}
-	return call(procHcsModifyProcess, uintptr(p), uintptr(op), d)
+	return call(b.HcsModifyProcess, uintptr(p), uintptr(op), d)
 }
 
-func (computecoreBinding) getProcessProperties(p, op hcsHandle) error {
-	return call(procHcsGetProcessProperties, uintptr(p), uintptr(op), 0)
+func (b computecoreBinding) getProcessProperties(p, op hcsHandle) error {
+	return call(b.HcsGetProcessProperties, uintptr(p), uintptr(op), 0)
 }
 
-func (computecoreBinding) setProcessCallback(p hcsHandle, key uintptr) error {
-	return call(procHcsSetProcessCallback, uintptr(p), 0, key, eventCallback)
+func (b computecoreBinding) setProcessCallback(p hcsHandle, key uintptr) error {
+	return call(b.HcsSetProcessCallback, uintptr(p), 0, key, eventCallback)
 }
 
-func (computecoreBinding) modifyServiceSettings(doc string) error {
+func (b computecoreBinding) modifyServiceSettings(doc string) error {
 	d, err := utf16(doc)
 	if err != nil {
 		return err
 	}
 	var result *uint16
-	err = call(procHcsModifyServiceSettings, d, uintptr(unsafe.Pointer(&result)))
+	err = call(b.HcsModifyServiceSettings, d, uintptr(unsafe.Pointer(&result)))
 	return withResult(err, takeString(result))
 }
 
-func (computecoreBinding) getServiceProperties(query string) (string, error) {
+func (b computecoreBinding) getServiceProperties(query string) (string, error) {
 	q, err := utf16(query)
 	if err != nil {
 		return "", err
 	}
 	var result *uint16
-	err = call(procHcsGetServiceProperties, q, uintptr(unsafe.Pointer(&result)))
+	err = call(b.HcsGetServiceProperties, q, uintptr(unsafe.Pointer(&result)))
 	doc := takeString(result)
 	return doc, withResult(err, doc)
 }
@@ -340,7 +375,7 @@ const jobObjectAllAccess = 0x1F003F
 // setSiloAffinity opens the silo's job object by its NT name, as runhcs
 // (hcsshim internal/jobobject Open with UseNTVariant), and sets
 // JobObjectGroupInformationEx.
-func (computecoreBinding) setSiloAffinity(id string, affinity []groupAffinity) error {
+func (b computecoreBinding) setSiloAffinity(id string, affinity []groupAffinity) error {
 	name, err := windows.NewNTUnicodeString(`\Container_` + id)
 	if err != nil {
 		return err

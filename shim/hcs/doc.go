@@ -28,8 +28,10 @@
 //	record.go   the per-system record of what it holds, for Open
 //
 // The Windows tests (hcs_windows_test.go) need no HCS: they call the
-// notification callback as HCS does and read HCS's errors. The whole
-// package's tests also run as a Windows binary under Wine.
+// notification callback as HCS does, read HCS's errors, and run the binding
+// against a stand-in of computecore.dll (testdata/fakecomputecore, built
+// and run under Wine by binding_wine_test.go). The whole package's tests
+// also run as a Windows binary under Wine.
 //
 // # Lifecycle
 //

@@ -18,7 +18,7 @@ import (
 
 // New returns the HCS backend.
 func New(opts Options) (*Backend, error) {
-	return newBackend(windowsAPI{&computeCore{api: computecoreBinding{}}}, opts), nil
+	return newBackend(windowsAPI{&computeCore{api: newComputecoreBinding(computecoreDLL())}}, opts), nil
 }
 
 type windowsAPI struct {

@@ -4,10 +4,15 @@ package hcs
 
 import (
 	"context"
+	"encoding/json"
+	"errors"
 	"fmt"
+	"io"
+	"os"
 	"strings"
 	"syscall"
 	"testing"
+	"time"
 	"unsafe"
 
 	"github.com/Microsoft/hcsshim"
@@ -17,6 +22,7 @@ import (
 
 	"github.com/winproc/winproc/internal/winetest"
 	"github.com/winproc/winproc/shim/compute"
+	"github.com/winproc/winproc/shim/hcs/schema2"
 )
 
 // These tests run the Windows adapter without HCS (none of them needs
@@ -146,5 +152,115 @@ func TestNoComputeService(t *testing.T) {
 	}
 	if !errdefs.IsUnavailable(err) || !strings.Contains(err.Error(), serviceMissingFix) {
 		t.Errorf("Create = %v, want Unavailable with the fix", err)
+	}
+}
+
+// TestComputecoreBinding runs the binding and the core against a stand-in
+// of computecore.dll (testdata/fakecomputecore, built by
+// TestComputecoreBindingUnderWine, which runs this under Wine): every
+// function called with HCS's signatures, documents through UTF-16 both
+// ways, results freed with LocalFree, notifications on the stand-in's own
+// threads, HCS_PROCESS_INFORMATION's pipe handles read through go-winio.
+func TestComputecoreBinding(t *testing.T) {
+	path := os.Getenv("WINPROC_FAKE_COMPUTECORE")
+	if path == "" {
+		t.Skip("WINPROC_FAKE_COMPUTECORE is not set: TestComputecoreBindingUnderWine runs this")
+	}
+	b := newComputecoreBinding(windows.NewLazyDLL(path))
+	c := &computeCore{api: b}
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+
+	// Create: the document arrives whole (the stand-in echoes it in the
+	// properties), non-ASCII included.
+	doc := &schema2.ComputeSystem{Owner: Owner, SchemaVersion: &schema2.V21, Container: &schema2.Container{GuestOs: &schema2.GuestOs{HostName: "hôte-ünïcode"}}}
+	sys, err := c.createContainer(ctx, "c1", doc)
+	if err != nil {
+		t.Fatal(err)
+	}
+	cs := sys.(*coreSystem)
+	h, err := cs.handle()
+	if err != nil {
+		t.Fatal(err)
+	}
+	raw, err := c.run(ctx, func(op hcsHandle) error {
+		return b.getComputeSystemProperties(h, op, `{"PropertyTypes":["Statistics"]}`)
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var echo struct {
+		Id    string
+		Echo  json.RawMessage
+		Query json.RawMessage
+	}
+	if err := json.Unmarshal([]byte(raw), &echo); err != nil {
+		t.Fatalf("properties %q: %v", raw, err)
+	}
+	sent, _ := json.Marshal(doc)
+	if echo.Id != "c1" || string(echo.Echo) != string(sent) || string(echo.Query) != `{"PropertyTypes":["Statistics"]}` {
+		t.Errorf("the stand-in got id %q, document %s, query %s; sent %s", echo.Id, echo.Echo, echo.Query, sent)
+	}
+	if err := sys.Start(ctx); err != nil {
+		t.Fatal(err)
+	}
+	props, err := sys.Properties(ctx, schema2.PropertyStatistics)
+	if err != nil || props.Statistics == nil || props.Statistics.Processor.TotalRuntime100ns != 7 || props.Statistics.Memory.MemoryUsageCommitBytes != 4096 {
+		t.Errorf("statistics %+v, %v", props, err)
+	}
+	req := &schema2.ModifySettingRequest{ResourcePath: schema2.ResourceMemoryLimit, RequestType: schema2.RequestUpdate, Settings: 512}
+	if err := sys.Modify(ctx, req); err != nil {
+		t.Errorf("Modify: %v", err)
+	}
+
+	// A process: its stdout through the pipe HCS handed over, its exit
+	// code by notification from another thread.
+	p, err := sys.CreateProcess(ctx, &schema2.ProcessParameters{CommandLine: "app.exe", CreateStdOutPipe: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if p.Pid() != 4242 {
+		t.Errorf("Pid = %d", p.Pid())
+	}
+	_, stdout, _, err := p.Stdio()
+	if err != nil || stdout == nil {
+		t.Fatalf("Stdio: %v, %v", stdout, err)
+	}
+	out, err := io.ReadAll(stdout)
+	stdout.Close()
+	if err != nil || string(out) != "hello from the fake\r\n" {
+		t.Errorf("stdout %q, %v", out, err)
+	}
+	if err := p.Wait(); err != nil {
+		t.Fatal(err)
+	}
+	if code, err := p.ExitCode(); code != 3 || err != nil {
+		t.Errorf("ExitCode = %d, %v", code, err)
+	}
+	if err := p.Close(); err != nil {
+		t.Error(err)
+	}
+
+	// Errors: HCS's detail joins the HRESULT; a missing system is
+	// NotExist.
+	if _, err := c.createContainer(ctx, "exists", doc); !errors.Is(err, syscall.Errno(0x8037010F)) || !strings.Contains(err.Error(), "fake: a compute system exists") {
+		t.Errorf("create of an existing system = %v", err)
+	}
+	if _, err := c.openContainer(ctx, "missing"); !coreFacts(err).NotExist {
+		t.Errorf("open of a missing system = %v", err)
+	}
+	if st, err := c.addCredentialGuard("c1", "{}"); err != nil || st.Cookie != "ZmFrZQ==" {
+		t.Errorf("addCredentialGuard = %+v, %v", st, err)
+	}
+
+	// Terminate: the exit comes by notification.
+	if err := sys.Terminate(ctx); err != nil {
+		t.Fatal(err)
+	}
+	if err := sys.Wait(); err != nil {
+		t.Errorf("Wait = %v", err)
+	}
+	if err := sys.Close(); err != nil {
+		t.Error(err)
 	}
 }

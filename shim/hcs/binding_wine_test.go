@@ -1,0 +1,43 @@
+//go:build linux
+
+package hcs
+
+import (
+	"context"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"testing"
+	"time"
+
+	"github.com/winproc/winproc/internal/winetest"
+)
+
+// TestComputecoreBindingUnderWine builds the stand-in of computecore.dll
+// (testdata/fakecomputecore) with MinGW and runs this package's Windows
+// test TestComputecoreBinding under Wine against it: the binding's system
+// calls, callbacks and pipe handles, which nothing else runs.
+func TestComputecoreBindingUnderWine(t *testing.T) {
+	prefix := winetest.Prefix(t)
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
+	t.Cleanup(cancel)
+	dir := t.TempDir()
+	dll := filepath.Join(dir, "computecore.dll")
+	cc := exec.CommandContext(ctx, "x86_64-w64-mingw32-gcc", "-O2", "-Wall", "-Werror", "-shared", "-o", dll, filepath.Join("testdata", "fakecomputecore", "computecore.c"))
+	if b, err := cc.CombinedOutput(); err != nil {
+		t.Fatalf("build the stand-in of computecore.dll: %v\n%s", err, b)
+	}
+	exe := filepath.Join(dir, "hcs.test.exe")
+	build := exec.CommandContext(ctx, "go", "test", "-c", "-o", exe, ".")
+	build.Env = append(os.Environ(), "GOOS=windows", "GOARCH=amd64", "CGO_ENABLED=0")
+	if b, err := build.CombinedOutput(); err != nil {
+		t.Fatalf("build the Windows tests: %v\n%s", err, b)
+	}
+	cmd := winetest.Command(ctx, t, prefix, exe, "-test.run", "^TestComputecoreBinding$", "-test.v")
+	cmd.Env = append(cmd.Env, "WINPROC_FAKE_COMPUTECORE="+winPath(dll))
+	out, err := cmd.CombinedOutput()
+	if code, cerr := winetest.ExitCode(err); cerr != nil || code != 0 {
+		t.Fatalf("TestComputecoreBinding under Wine: %v\n%s", err, out)
+	}
+	t.Logf("under Wine:\n%s", out)
+}
