@@ -30,6 +30,14 @@ type processPipes struct {
 	stderr io.ReadCloser
 }
 
+// stdioError is a pipe HCS handed over that could not be used: the
+// process exists, so it is no failure of HCS's wait, and asking HCS again
+// would not help.
+type stdioError struct{ err error }
+
+func (e *stdioError) Error() string { return "the process's pipes: " + e.err.Error() }
+func (e *stdioError) Unwrap() error { return e.err }
+
 // binding is HCS's documented compute API (computecore.dll, Windows build
 // 17763 and later), one method per function the backend calls, with
 // documents as JSON text and failures as the HRESULT (a syscall.Errno). On
@@ -67,6 +75,12 @@ type binding interface {
 	setComputeSystemCallback(sys hcsHandle, key uintptr) error
 
 	createProcess(sys hcsHandle, params string, op hcsHandle) (hcsHandle, error)
+	// openProcess is HcsOpenProcess with GENERIC_ALL: a second handle to
+	// process pid of sys.
+	openProcess(sys hcsHandle, pid uint32) (hcsHandle, error)
+	// getProcessInfo is HcsGetProcessInfo: the process's id and pipes, for
+	// waitOperationProcess to hand over.
+	getProcessInfo(p, op hcsHandle) error
 	closeProcess(p hcsHandle)
 	signalProcess(p, op hcsHandle, options string) error
 	terminateProcess(p, op hcsHandle) error

@@ -74,6 +74,8 @@ type computecoreBinding struct {
 	HcsGetComputeSystemProperties           *windows.LazyProc
 	HcsSetComputeSystemCallback             *windows.LazyProc
 	HcsCreateProcess                        *windows.LazyProc
+	HcsOpenProcess                          *windows.LazyProc
+	HcsGetProcessInfo                       *windows.LazyProc
 	HcsCloseProcess                         *windows.LazyProc
 	HcsSignalProcess                        *windows.LazyProc
 	HcsTerminateProcess                     *windows.LazyProc
@@ -107,6 +109,8 @@ func newComputecoreBinding(dll *windows.LazyDLL) computecoreBinding {
 		HcsGetComputeSystemProperties:           dll.NewProc("HcsGetComputeSystemProperties"),
 		HcsSetComputeSystemCallback:             dll.NewProc("HcsSetComputeSystemCallback"),
 		HcsCreateProcess:                        dll.NewProc("HcsCreateProcess"),
+		HcsOpenProcess:                          dll.NewProc("HcsOpenProcess"),
+		HcsGetProcessInfo:                       dll.NewProc("HcsGetProcessInfo"),
 		HcsCloseProcess:                         dll.NewProc("HcsCloseProcess"),
 		HcsSignalProcess:                        dll.NewProc("HcsSignalProcess"),
 		HcsTerminateProcess:                     dll.NewProc("HcsTerminateProcess"),
@@ -118,29 +122,30 @@ func newComputecoreBinding(dll *windows.LazyDLL) computecoreBinding {
 	}
 }
 
-// call calls proc, loading it first (a host without the Containers feature
-// has no computecore.dll: the load error is ERROR_MOD_NOT_FOUND), and
-// returns the HRESULT it returns as an error.
-func call(proc *windows.LazyProc, args ...uintptr) error {
-	if err := proc.Find(); err != nil {
-		return loadError(err)
-	}
-	r, _, _ := syscall.SyscallN(proc.Addr(), args...)
-	return hresult(r)
-}
-
-// callVoid calls a function that returns nothing.
-func callVoid(proc *windows.LazyProc, args ...uintptr) {
-	if proc.Find() == nil {
-		syscall.SyscallN(proc.Addr(), args...)
-	}
-}
+// Every call below converts its pointers to uintptr inside the
+// syscall.SyscallN expression and nowhere else (unsafe.Pointer rule 4):
+// only there does Go keep the referent alive and the goroutine's stack
+// where it is until the function returns. A uintptr held in a variable or
+// passed through a function is invisible to the collector and goes stale
+// when the stack moves, and HCS would write into freed memory. The one
+// exception is the proc's address, which never moves.
+// (shim/hcs's Windows tests run under Wine with a stack move at every
+// function entry to prove it: binding_wine_test.go.)
 
 func loadError(err error) error {
 	if e, ok := err.(*windows.DLLError); ok && e.Err != nil {
 		return e.Err
 	}
 	return err
+}
+
+// find loads proc (a host without the Containers feature has no
+// computecore.dll: the load error is ERROR_MOD_NOT_FOUND).
+func find(proc *windows.LazyProc) error {
+	if err := proc.Find(); err != nil {
+		return loadError(err)
+	}
+	return nil
 }
 
 func hresult(r uintptr) error {
@@ -150,12 +155,14 @@ func hresult(r uintptr) error {
 	return nil
 }
 
-func utf16(s string) (uintptr, error) {
+// utf16 is s as a NUL-terminated UTF-16 string, nil for "" (HCS takes
+// NULL for an absent document). It is a typed pointer, which the
+// collector sees; callers convert it in the call expression.
+func utf16(s string) (*uint16, error) {
 	if s == "" {
-		return 0, nil
+		return nil, nil
 	}
-	p, err := windows.UTF16PtrFromString(s)
-	return uintptr(unsafe.Pointer(p)), err
+	return windows.UTF16PtrFromString(s)
 }
 
 // takeString reads and frees a string HCS allocated.
@@ -169,8 +176,8 @@ func takeString(p *uint16) string {
 }
 
 func (b computecoreBinding) createOperation() (hcsHandle, error) {
-	if err := b.HcsCreateOperation.Find(); err != nil {
-		return 0, loadError(err)
+	if err := find(b.HcsCreateOperation); err != nil {
+		return 0, err
 	}
 	r, _, err := syscall.SyscallN(b.HcsCreateOperation.Addr(), 0, 0)
 	if r == 0 {
@@ -180,19 +187,28 @@ func (b computecoreBinding) createOperation() (hcsHandle, error) {
 }
 
 func (b computecoreBinding) closeOperation(op hcsHandle) {
-	callVoid(b.HcsCloseOperation, uintptr(op))
+	if find(b.HcsCloseOperation) == nil {
+		syscall.SyscallN(b.HcsCloseOperation.Addr(), uintptr(op))
+	}
 }
 
 func (b computecoreBinding) waitOperation(op hcsHandle, timeoutMs uint32) (string, error) {
+	if err := find(b.HcsWaitForOperationResult); err != nil {
+		return "", err
+	}
 	var doc *uint16
-	err := call(b.HcsWaitForOperationResult, uintptr(op), uintptr(timeoutMs), uintptr(unsafe.Pointer(&doc)))
-	return takeString(doc), err
+	r, _, _ := syscall.SyscallN(b.HcsWaitForOperationResult.Addr(), uintptr(op), uintptr(timeoutMs), uintptr(unsafe.Pointer(&doc)))
+	return takeString(doc), hresult(r)
 }
 
 func (b computecoreBinding) waitOperationProcess(op hcsHandle, timeoutMs uint32) (processPipes, string, error) {
+	if err := find(b.HcsWaitForOperationResultAndProcessInfo); err != nil {
+		return processPipes{}, "", err
+	}
 	var info hcsProcessInformation
 	var doc *uint16
-	err := call(b.HcsWaitForOperationResultAndProcessInfo, uintptr(op), uintptr(timeoutMs), uintptr(unsafe.Pointer(&info)), uintptr(unsafe.Pointer(&doc)))
+	r, _, _ := syscall.SyscallN(b.HcsWaitForOperationResultAndProcessInfo.Addr(), uintptr(op), uintptr(timeoutMs), uintptr(unsafe.Pointer(&info)), uintptr(unsafe.Pointer(&doc)))
+	err := hresult(r)
 	pipes := processPipes{pid: info.ProcessID}
 	in, ierr := openPipe(info.StdInput)
 	out, oerr := openPipe(info.StdOutput)
@@ -208,17 +224,18 @@ func (b computecoreBinding) waitOperationProcess(op hcsHandle, timeoutMs uint32)
 	if errOut != nil {
 		pipes.stderr = errOut
 	}
-	if err == nil {
-		err = errors.Join(ierr, oerr, eerr)
+	if perr := errors.Join(ierr, oerr, eerr); err == nil && perr != nil {
+		err = &stdioError{perr}
 	}
 	return pipes, takeString(doc), err
 }
 
 // openPipe wraps a pipe handle HCS handed over for overlapped I/O, as
-// hcsshim does; it closes the handle if that fails. A zero handle is a
-// pipe not asked for.
+// hcsshim does; it closes the handle if that fails. A zero handle, or
+// INVALID_HANDLE_VALUE (HcsGetProcessInfo's word for it), is a pipe not
+// asked for.
 func openPipe(h windows.Handle) (io.ReadWriteCloser, error) {
-	if h == 0 {
+	if h == 0 || h == windows.InvalidHandle {
 		return nil, nil
 	}
 	f, err := winio.NewOpenFile(h)
@@ -230,13 +247,20 @@ func openPipe(h windows.Handle) (io.ReadWriteCloser, error) {
 }
 
 func (b computecoreBinding) operationResult(op hcsHandle) (string, error) {
+	if err := find(b.HcsGetOperationResult); err != nil {
+		return "", err
+	}
 	var doc *uint16
-	err := call(b.HcsGetOperationResult, uintptr(op), uintptr(unsafe.Pointer(&doc)))
-	return takeString(doc), err
+	r, _, _ := syscall.SyscallN(b.HcsGetOperationResult.Addr(), uintptr(op), uintptr(unsafe.Pointer(&doc)))
+	return takeString(doc), hresult(r)
 }
 
 func (b computecoreBinding) cancelOperation(op hcsHandle) error {
-	return call(b.HcsCancelOperation, uintptr(op))
+	if err := find(b.HcsCancelOperation); err != nil {
+		return err
+	}
+	r, _, _ := syscall.SyscallN(b.HcsCancelOperation.Addr(), uintptr(op))
+	return hresult(r)
 }
 
 func (b computecoreBinding) createComputeSystem(id, doc string, op hcsHandle) (hcsHandle, error) {
@@ -248,9 +272,12 @@ func (b computecoreBinding) createComputeSystem(id, doc string, op hcsHandle) (h
 	if err != nil {
 		return 0, err
 	}
+	if err := find(b.HcsCreateComputeSystem); err != nil {
+		return 0, err
+	}
 	var h hcsHandle
-	err = call(b.HcsCreateComputeSystem, pid, pdoc, uintptr(op), 0, uintptr(unsafe.Pointer(&h)))
-	return h, err
+	r, _, _ := syscall.SyscallN(b.HcsCreateComputeSystem.Addr(), uintptr(unsafe.Pointer(pid)), uintptr(unsafe.Pointer(pdoc)), uintptr(op), 0, uintptr(unsafe.Pointer(&h)))
+	return h, hresult(r)
 }
 
 func (b computecoreBinding) openComputeSystem(id string) (hcsHandle, error) {
@@ -258,45 +285,82 @@ func (b computecoreBinding) openComputeSystem(id string) (hcsHandle, error) {
 	if err != nil {
 		return 0, err
 	}
+	if err := find(b.HcsOpenComputeSystem); err != nil {
+		return 0, err
+	}
 	var h hcsHandle
-	err = call(b.HcsOpenComputeSystem, pid, windows.GENERIC_ALL, uintptr(unsafe.Pointer(&h)))
-	return h, err
+	r, _, _ := syscall.SyscallN(b.HcsOpenComputeSystem.Addr(), uintptr(unsafe.Pointer(pid)), windows.GENERIC_ALL, uintptr(unsafe.Pointer(&h)))
+	return h, hresult(r)
 }
 
 func (b computecoreBinding) closeComputeSystem(sys hcsHandle) {
-	callVoid(b.HcsCloseComputeSystem, uintptr(sys))
+	if find(b.HcsCloseComputeSystem) == nil {
+		syscall.SyscallN(b.HcsCloseComputeSystem.Addr(), uintptr(sys))
+	}
+}
+
+// handleOp calls proc(handle, op, NULL): the system and process calls
+// that take no pointer.
+func handleOp(proc *windows.LazyProc, h, op hcsHandle) error {
+	if err := find(proc); err != nil {
+		return err
+	}
+	r, _, _ := syscall.SyscallN(proc.Addr(), uintptr(h), uintptr(op), 0)
+	return hresult(r)
+}
+
+// handleOpDoc calls proc(handle, op, doc).
+func handleOpDoc(proc *windows.LazyProc, h, op hcsHandle, doc string) error {
+	d, err := utf16(doc)
+	if err != nil {
+		return err
+	}
+	if err := find(proc); err != nil {
+		return err
+	}
+	r, _, _ := syscall.SyscallN(proc.Addr(), uintptr(h), uintptr(op), uintptr(unsafe.Pointer(d)))
+	return hresult(r)
 }
 
 func (b computecoreBinding) startComputeSystem(sys, op hcsHandle) error {
-	return call(b.HcsStartComputeSystem, uintptr(sys), uintptr(op), 0)
+	return handleOp(b.HcsStartComputeSystem, sys, op)
 }
 
 func (b computecoreBinding) shutDownComputeSystem(sys, op hcsHandle) error {
-	return call(b.HcsShutDownComputeSystem, uintptr(sys), uintptr(op), 0)
+	return handleOp(b.HcsShutDownComputeSystem, sys, op)
 }
 
 func (b computecoreBinding) terminateComputeSystem(sys, op hcsHandle) error {
-	return call(b.HcsTerminateComputeSystem, uintptr(sys), uintptr(op), 0)
+	return handleOp(b.HcsTerminateComputeSystem, sys, op)
 }
 
 func (b computecoreBinding) modifyComputeSystem(sys, op hcsHandle, doc string) error {
-	p, err := utf16(doc)
+	d, err := utf16(doc)
 	if err != nil {
 		return err
 	}
-	return call(b.HcsModifyComputeSystem, uintptr(sys), uintptr(op), p, 0)
+	if err := find(b.HcsModifyComputeSystem); err != nil {
+		return err
+	}
+	r, _, _ := syscall.SyscallN(b.HcsModifyComputeSystem.Addr(), uintptr(sys), uintptr(op), uintptr(unsafe.Pointer(d)), 0)
+	return hresult(r)
 }
 
 func (b computecoreBinding) getComputeSystemProperties(sys, op hcsHandle, query string) error {
-	p, err := utf16(query)
-	if err != nil {
+	return handleOpDoc(b.HcsGetComputeSystemProperties, sys, op, query)
+}
+
+// setCallback calls proc(handle, HcsEventOptionNone, key, the callback).
+func setCallback(proc *windows.LazyProc, h hcsHandle, key uintptr) error {
+	if err := find(proc); err != nil {
 		return err
 	}
-	return call(b.HcsGetComputeSystemProperties, uintptr(sys), uintptr(op), p)
+	r, _, _ := syscall.SyscallN(proc.Addr(), uintptr(h), 0, key, eventCallback)
+	return hresult(r)
 }
 
 func (b computecoreBinding) setComputeSystemCallback(sys hcsHandle, key uintptr) error {
-	return call(b.HcsSetComputeSystemCallback, uintptr(sys), 0, key, eventCallback)
+	return setCallback(b.HcsSetComputeSystemCallback, sys, key)
 }
 
 func (b computecoreBinding) createProcess(sys hcsHandle, params string, op hcsHandle) (hcsHandle, error) {
@@ -304,41 +368,55 @@ func (b computecoreBinding) createProcess(sys hcsHandle, params string, op hcsHa
 	if err != nil {
 		return 0, err
 	}
+	if err := find(b.HcsCreateProcess); err != nil {
+		return 0, err
+	}
 	var h hcsHandle
-	err = call(b.HcsCreateProcess, uintptr(sys), p, uintptr(op), 0, uintptr(unsafe.Pointer(&h)))
-	return h, err
+	r, _, _ := syscall.SyscallN(b.HcsCreateProcess.Addr(), uintptr(sys), uintptr(unsafe.Pointer(p)), uintptr(op), 0, uintptr(unsafe.Pointer(&h)))
+	return h, hresult(r)
+}
+
+func (b computecoreBinding) openProcess(sys hcsHandle, pid uint32) (hcsHandle, error) {
+	if err := find(b.HcsOpenProcess); err != nil {
+		return 0, err
+	}
+	var h hcsHandle
+	r, _, _ := syscall.SyscallN(b.HcsOpenProcess.Addr(), uintptr(sys), uintptr(pid), windows.GENERIC_ALL, uintptr(unsafe.Pointer(&h)))
+	return h, hresult(r)
+}
+
+func (b computecoreBinding) getProcessInfo(p, op hcsHandle) error {
+	if err := find(b.HcsGetProcessInfo); err != nil {
+		return err
+	}
+	r, _, _ := syscall.SyscallN(b.HcsGetProcessInfo.Addr(), uintptr(p), uintptr(op))
+	return hresult(r)
 }
 
 func (b computecoreBinding) closeProcess(p hcsHandle) {
-	callVoid(b.HcsCloseProcess, uintptr(p))
+	if find(b.HcsCloseProcess) == nil {
+		syscall.SyscallN(b.HcsCloseProcess.Addr(), uintptr(p))
+	}
 }
 
 func (b computecoreBinding) signalProcess(p, op hcsHandle, options string) error {
-	o, err := utf16(options)
-	if err != nil {
-		return err
-	}
-	return call(b.HcsSignalProcess, uintptr(p), uintptr(op), o)
+	return handleOpDoc(b.HcsSignalProcess, p, op, options)
 }
 
 func (b computecoreBinding) terminateProcess(p, op hcsHandle) error {
-	return call(b.HcsTerminateProcess, uintptr(p), uintptr(op), 0)
+	return handleOp(b.HcsTerminateProcess, p, op)
 }
 
 func (b computecoreBinding) modifyProcess(p, op hcsHandle, doc string) error {
-	d, err := utf16(doc)
-	if err != nil {
-		return err
-	}
-	return call(b.HcsModifyProcess, uintptr(p), uintptr(op), d)
+	return handleOpDoc(b.HcsModifyProcess, p, op, doc)
 }
 
 func (b computecoreBinding) getProcessProperties(p, op hcsHandle) error {
-	return call(b.HcsGetProcessProperties, uintptr(p), uintptr(op), 0)
+	return handleOp(b.HcsGetProcessProperties, p, op)
 }
 
 func (b computecoreBinding) setProcessCallback(p hcsHandle, key uintptr) error {
-	return call(b.HcsSetProcessCallback, uintptr(p), 0, key, eventCallback)
+	return setCallback(b.HcsSetProcessCallback, p, key)
 }
 
 func (b computecoreBinding) modifyServiceSettings(doc string) error {
@@ -346,9 +424,12 @@ func (b computecoreBinding) modifyServiceSettings(doc string) error {
 	if err != nil {
 		return err
 	}
+	if err := find(b.HcsModifyServiceSettings); err != nil {
+		return err
+	}
 	var result *uint16
-	err = call(b.HcsModifyServiceSettings, d, uintptr(unsafe.Pointer(&result)))
-	return withResult(err, takeString(result))
+	r, _, _ := syscall.SyscallN(b.HcsModifyServiceSettings.Addr(), uintptr(unsafe.Pointer(d)), uintptr(unsafe.Pointer(&result)))
+	return withResult(hresult(r), takeString(result))
 }
 
 func (b computecoreBinding) getServiceProperties(query string) (string, error) {
@@ -356,10 +437,13 @@ func (b computecoreBinding) getServiceProperties(query string) (string, error) {
 	if err != nil {
 		return "", err
 	}
+	if err := find(b.HcsGetServiceProperties); err != nil {
+		return "", err
+	}
 	var result *uint16
-	err = call(b.HcsGetServiceProperties, q, uintptr(unsafe.Pointer(&result)))
+	r, _, _ := syscall.SyscallN(b.HcsGetServiceProperties.Addr(), uintptr(unsafe.Pointer(q)), uintptr(unsafe.Pointer(&result)))
 	doc := takeString(result)
-	return doc, withResult(err, doc)
+	return doc, withResult(hresult(r), doc)
 }
 
 // winGroupAffinity is GROUP_AFFINITY.
@@ -382,10 +466,10 @@ func (b computecoreBinding) setSiloAffinity(id string, affinity []groupAffinity)
 	}
 	oa := windows.OBJECT_ATTRIBUTES{ObjectName: name}
 	oa.Length = uint32(unsafe.Sizeof(oa))
-	var job windows.Handle
-	if err := procNtOpenJobObject.Find(); err != nil {
-		return loadError(err)
+	if err := find(procNtOpenJobObject); err != nil {
+		return err
 	}
+	var job windows.Handle
 	if r, _, _ := syscall.SyscallN(procNtOpenJobObject.Addr(), uintptr(unsafe.Pointer(&job)), jobObjectAllAccess, uintptr(unsafe.Pointer(&oa))); r != 0 {
 		return windows.NTStatus(r)
 	}

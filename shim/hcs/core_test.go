@@ -29,6 +29,9 @@ func testCore(t *testing.T) (*fakeAPI, *computeCore) {
 		if n := hcsEvents.len(); n != listeners {
 			t.Errorf("%d notification listeners left", n-listeners)
 		}
+		for _, m := range a.hcs.misused() {
+			t.Errorf("HCS handle misused: %s", m)
+		}
 	})
 	return a, a.computeCore
 }

@@ -1,12 +1,18 @@
 package hcs
 
 import (
+	"context"
 	"errors"
 	"fmt"
 	"syscall"
 	"testing"
+	"time"
 
 	"github.com/containerd/errdefs"
+
+	"github.com/winproc/winproc/shim/compute"
+	"github.com/winproc/winproc/shim/hcs/schema2"
+	shimprocess "github.com/winproc/winproc/shim/process"
 )
 
 func TestProcessExit(t *testing.T) {
@@ -118,5 +124,66 @@ func TestStopResult(t *testing.T) {
 				t.Errorf("%v is not of the expected class", err)
 			}
 		})
+	}
+}
+
+// A crash's exit status is an NTSTATUS with the top bit set. It reaches
+// the task's exit, and so containerd's TaskExit and the kubelet, as the
+// unsigned 32-bit value runhcs reports, both when HCS notifies the exit
+// and when the process's properties say it exited before the callback.
+func TestCrashExitCodeReachesTheTask(t *testing.T) {
+	for _, code := range []uint32{0xC000013A, 0xC0000005, 0xFFFFFFFF} {
+		t.Run(fmt.Sprintf("%#x", code), func(t *testing.T) {
+			_, _, sys, fc := created(t)
+			if err := sys.Start(context.Background()); err != nil {
+				t.Fatal(err)
+			}
+			exits := make(chan shimprocess.State, 1)
+			p := shimprocess.New("ctr", &compute.ProcessSettings{CommandLine: "app.exe"}, shimprocess.Stdio{}, shimprocess.Hooks{
+				Notify: func(_ context.Context, st shimprocess.State) { exits <- st },
+			})
+			if err := p.Start(context.Background(), sys); err != nil {
+				t.Fatal(err)
+			}
+			fc.mu.Lock()
+			fp := fc.procs[len(fc.procs)-1]
+			fc.mu.Unlock()
+			fp.exit(int(code), nil)
+			select {
+			case st := <-exits:
+				if st.ExitStatus != code {
+					t.Errorf("the task's exit status is %d, want %d", st.ExitStatus, code)
+				}
+			case <-time.After(5 * time.Second):
+				t.Fatal("no exit")
+			}
+		})
+	}
+}
+
+func TestCoreExitCodeUnsigned(t *testing.T) {
+	a, c := testCore(t)
+	sys, err := c.createContainer(context.Background(), "s", testDoc)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer sys.Close()
+	fs := a.existing["s"]
+	// Exited before its callback was set: the properties tell.
+	a.hold("createProcess")()
+	p, err := sys.CreateProcess(context.Background(), &schema2.ProcessParameters{CommandLine: "early.exe"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer p.Close()
+	fs.mu.Lock()
+	fp := fs.procs[0]
+	fs.mu.Unlock()
+	fp.exit(0xC0000005, nil)
+	if err := p.Wait(); err != nil {
+		t.Fatal(err)
+	}
+	if code, err := p.ExitCode(); code != 0xC0000005 || err != nil {
+		t.Errorf("ExitCode = %d, %v; want %d", code, err, uint32(0xC0000005))
 	}
 }

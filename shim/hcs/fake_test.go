@@ -55,7 +55,7 @@ func newFakeAPI() *fakeAPI {
 		ccg:       make(map[string]string),
 		held:      make(map[string]chan struct{}),
 	}
-	a.hcs = &fakeHCS{api: a, handles: make(map[hcsHandle]any)}
+	a.hcs = &fakeHCS{api: a, handles: make(map[hcsHandle]any), closed: make(map[hcsHandle]bool), busy: make(map[hcsHandle]chan struct{})}
 	a.computeCore = &computeCore{api: a.hcs}
 	return a
 }
@@ -182,11 +182,21 @@ type fakeHCS struct {
 	mu      sync.Mutex
 	next    hcsHandle
 	handles map[hcsHandle]any // *fakeOp, *fakeSystem, *fakeProcess
+	// closed are system and process handles closed: HCS faults on a
+	// handle used after (or while) it closes, and the fake records each
+	// such use in misuse.
+	closed map[hcsHandle]bool
+	misuse []string
+	// busy holds a process handle's queue while a console event that the
+	// process holds is in flight on it: HCS serializes the calls on one
+	// handle, and a terminate sent on it waits until the event is done.
+	busy map[hcsHandle]chan struct{}
 	// Operations done; the goroutines that complete them.
 	wg sync.WaitGroup
 }
 
 type fakeOp struct {
+	target   hcsHandle // the system or process handle the operation is on
 	done     chan struct{}
 	canceled chan struct{}
 	doc      string
@@ -205,17 +215,40 @@ func (h *fakeHCS) add(v any) hcsHandle {
 func (h *fakeHCS) get(x hcsHandle) any {
 	h.mu.Lock()
 	defer h.mu.Unlock()
+	if h.closed[x] {
+		h.misuse = append(h.misuse, fmt.Sprintf("handle %d used after it was closed", x))
+	}
 	return h.handles[x]
+}
+
+// release closes a system or process handle. The fake keeps what it
+// pointed to, so a later use is recorded rather than a crash of the test.
+func (h *fakeHCS) release(x hcsHandle) {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	if h.closed[x] {
+		h.misuse = append(h.misuse, fmt.Sprintf("handle %d closed twice", x))
+	}
+	h.closed[x] = true
+}
+
+// misused is every use of a closed handle so far.
+func (h *fakeHCS) misused() []string {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	return append([]string(nil), h.misuse...)
 }
 
 func (h *fakeHCS) open() int {
 	h.mu.Lock()
 	defer h.mu.Unlock()
-	return len(h.handles)
+	return len(h.handles) - len(h.closed)
 }
 
 // complete ends op on a goroutine of its own, as HCS does, with the
-// operation failure queued for name or with f's answer.
+// operation failure queued for name or with f's answer. An operation on a
+// handle that closes while someone still waits for the operation (it is
+// not closed yet) is a use after close.
 func (h *fakeHCS) complete(op hcsHandle, name string, f func() (string, error)) {
 	o := h.get(op).(*fakeOp)
 	h.wg.Add(1)
@@ -223,6 +256,13 @@ func (h *fakeHCS) complete(op hcsHandle, name string, f func() (string, error)) 
 	go func() {
 		defer h.wg.Done()
 		time.Sleep(time.Millisecond)
+		defer func() {
+			h.mu.Lock()
+			defer h.mu.Unlock()
+			if _, waited := h.handles[op]; waited && o.target != 0 && h.closed[o.target] {
+				h.misuse = append(h.misuse, fmt.Sprintf("handle %d closed during %s", o.target, name))
+			}
+		}()
 		if held != nil {
 			select {
 			case <-held:
@@ -261,9 +301,14 @@ func (h *fakeHCS) waitOperation(op hcsHandle, timeoutMs uint32) (string, error) 
 	return o.doc, o.err
 }
 
+// waitOperationProcess hands over no pipes with a failure, as
+// HcsWaitForOperationResultAndProcessInfo leaves its information empty.
 func (h *fakeHCS) waitOperationProcess(op hcsHandle, timeoutMs uint32) (processPipes, string, error) {
 	o := h.get(op).(*fakeOp)
 	<-o.done
+	if o.err != nil {
+		return processPipes{}, o.doc, o.err
+	}
 	return o.pipes, o.doc, o.err
 }
 
@@ -326,18 +371,24 @@ func (h *fakeHCS) openComputeSystem(id string) (hcsHandle, error) {
 func (h *fakeHCS) closeComputeSystem(x hcsHandle) {
 	sys := h.get(x).(*fakeSystem)
 	h.api.call("close", sys.id)
-	h.mu.Lock()
-	delete(h.handles, x)
-	h.mu.Unlock()
+	h.release(x)
 }
 
 func (h *fakeHCS) system(x hcsHandle) *fakeSystem { return h.get(x).(*fakeSystem) }
+
+// on marks op as an operation on the handle x.
+func (h *fakeHCS) on(op, x hcsHandle) {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	h.handles[op].(*fakeOp).target = x
+}
 
 func (h *fakeHCS) startComputeSystem(x, op hcsHandle) error {
 	sys := h.system(x)
 	if err := h.api.call("start", sys.id); err != nil {
 		return err
 	}
+	h.on(op, x)
 	h.complete(op, "start", nil)
 	return nil
 }
@@ -372,6 +423,7 @@ func (h *fakeHCS) modifyComputeSystem(x, op hcsHandle, doc string) error {
 	if err := h.api.call("modify", sys.id); err != nil {
 		return err
 	}
+	h.on(op, x)
 	sys.mu.Lock()
 	sys.modifies = append(sys.modifies, doc)
 	sys.mu.Unlock()
@@ -394,6 +446,7 @@ func (h *fakeHCS) getComputeSystemProperties(x, op hcsHandle, query string) erro
 	if err := h.api.call(name, sys.id); err != nil {
 		return err
 	}
+	h.on(op, x)
 	h.complete(op, name, func() (string, error) {
 		sys.mu.Lock()
 		defer sys.mu.Unlock()
@@ -434,19 +487,51 @@ func (h *fakeHCS) createProcess(x hcsHandle, params string, op hcsHandle) (hcsHa
 	p := newFakeProcess(h, 100+len(sys.procs), &pp)
 	sys.procs = append(sys.procs, p)
 	sys.mu.Unlock()
-	o := h.get(op).(*fakeOp)
-	o.pipes = processPipes{pid: uint32(p.pid)}
-	if pp.CreateStdInPipe {
-		o.pipes.stdin = p.stdinW
-	}
-	if pp.CreateStdOutPipe {
-		o.pipes.stdout = p.stdoutR
-	}
-	if pp.CreateStdErrPipe {
-		o.pipes.stderr = p.stderrR
-	}
+	h.on(op, x)
+	h.get(op).(*fakeOp).pipes = p.info()
 	h.complete(op, "createProcess", nil)
 	return h.add(p), nil
+}
+
+// info is the process's id and the pipes its parameters asked for.
+func (p *fakeProcess) info() processPipes {
+	pp := processPipes{pid: uint32(p.pid)}
+	if p.config.CreateStdInPipe {
+		pp.stdin = p.stdinW
+	}
+	if p.config.CreateStdOutPipe {
+		pp.stdout = p.stdoutR
+	}
+	if p.config.CreateStdErrPipe {
+		pp.stderr = p.stderrR
+	}
+	return pp
+}
+
+func (h *fakeHCS) openProcess(x hcsHandle, pid uint32) (hcsHandle, error) {
+	sys := h.system(x)
+	if err := h.api.call("openProcess", sys.id, fmt.Sprint(pid)); err != nil {
+		return 0, err
+	}
+	sys.mu.Lock()
+	defer sys.mu.Unlock()
+	for _, p := range sys.procs {
+		if p.pid == int(pid) && !p.hasExited() {
+			return h.add(p), nil
+		}
+	}
+	return 0, errProcessStopped
+}
+
+func (h *fakeHCS) getProcessInfo(x, op hcsHandle) error {
+	p := h.process(x)
+	if err := h.api.call("processInfo", fmt.Sprint(p.pid)); err != nil {
+		return err
+	}
+	h.on(op, x)
+	h.get(op).(*fakeOp).pipes = p.info()
+	h.complete(op, "processInfo", nil)
+	return nil
 }
 
 func (h *fakeHCS) process(x hcsHandle) *fakeProcess { return h.get(x).(*fakeProcess) }
@@ -454,9 +539,15 @@ func (h *fakeHCS) process(x hcsHandle) *fakeProcess { return h.get(x).(*fakeProc
 func (h *fakeHCS) closeProcess(x hcsHandle) {
 	p := h.process(x)
 	h.api.call("closeProcess", fmt.Sprint(p.pid))
+	h.release(x)
+}
+
+// queue returns the handle's queue: nil when it is free, or a channel
+// closed once the call holding it is done.
+func (h *fakeHCS) queue(x hcsHandle) chan struct{} {
 	h.mu.Lock()
-	delete(h.handles, x)
-	h.mu.Unlock()
+	defer h.mu.Unlock()
+	return h.busy[x]
 }
 
 func (h *fakeHCS) signalProcess(x, op hcsHandle, options string) error {
@@ -468,6 +559,17 @@ func (h *fakeHCS) signalProcess(x, op hcsHandle, options string) error {
 	if err := h.api.call("signal", fmt.Sprint(p.pid), o.Signal); err != nil {
 		return err
 	}
+	h.on(op, x)
+	p.mu.Lock()
+	holds := p.signalHolds
+	p.mu.Unlock()
+	var free chan struct{}
+	if holds {
+		free = make(chan struct{})
+		h.mu.Lock()
+		h.busy[x] = free
+		h.mu.Unlock()
+	}
 	h.complete(op, "signal", func() (string, error) {
 		if p.hasExited() {
 			return "", errProcessStopped
@@ -478,6 +580,15 @@ func (h *fakeHCS) signalProcess(x, op hcsHandle, options string) error {
 		p.mu.Unlock()
 		if exits {
 			p.exit(0, nil)
+		}
+		if free != nil {
+			// The process's handler does not return: the call ends
+			// with the process.
+			<-p.exitedCh
+			h.mu.Lock()
+			delete(h.busy, x)
+			h.mu.Unlock()
+			close(free)
 		}
 		return "", nil
 	})
@@ -496,7 +607,12 @@ func (h *fakeHCS) terminateProcess(x, op hcsHandle) error {
 	p.kills++
 	exits := p.killExits
 	p.mu.Unlock()
+	h.on(op, x)
+	queue := h.queue(x)
 	h.complete(op, "kill", func() (string, error) {
+		if queue != nil {
+			<-queue // behind the call that holds the handle
+		}
 		if exits {
 			p.exit(1, nil)
 		}
@@ -515,6 +631,7 @@ func (h *fakeHCS) modifyProcess(x, op hcsHandle, doc string) error {
 	if err := h.api.call(name, fmt.Sprint(p.pid)); err != nil {
 		return err
 	}
+	h.on(op, x)
 	p.mu.Lock()
 	switch req.Operation {
 	case schema2.OperationConsoleSize:
@@ -529,6 +646,7 @@ func (h *fakeHCS) modifyProcess(x, op hcsHandle, doc string) error {
 
 func (h *fakeHCS) getProcessProperties(x, op hcsHandle) error {
 	p := h.process(x)
+	h.on(op, x)
 	h.complete(op, "processProperties", func() (string, error) {
 		p.mu.Lock()
 		defer p.mu.Unlock()
@@ -664,6 +782,9 @@ type fakeProcess struct {
 	killExits   bool // Kill ends the process with code 1
 	signals     []string
 	signalExits bool // a console event ends the process with code 0
+	// signalHolds makes a console event's call last until the process
+	// exits, as a servercore process's handler that does not return.
+	signalHolds bool
 	stdinClose  int
 	resized     [][2]uint16
 }
@@ -716,7 +837,12 @@ func testBackend(t *testing.T) (*Backend, *fakeAPI) {
 	b.lostProcessTimeout = 200 * time.Millisecond
 	b.closeWaitTimeout = time.Second
 	b.layerRetryDelay = time.Millisecond
-	t.Cleanup(a.hcs.wg.Wait)
+	t.Cleanup(func() {
+		a.hcs.wg.Wait()
+		for _, m := range a.hcs.misused() {
+			t.Errorf("HCS handle misused: %s", m)
+		}
+	})
 	return b, a
 }
 

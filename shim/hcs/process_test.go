@@ -299,7 +299,7 @@ func TestProcessCreateErrors(t *testing.T) {
 	if !errors.Is(err, notFound) || errdefs.IsNotFound(err) {
 		t.Errorf("CreateProcess of a missing program = %v (must not look like a gone system)", err)
 	}
-	a.failOperation("createProcess", errors.New("no pipes"))
+	a.failOperation("createProcess", &stdioError{errors.New("no pipes")})
 	if _, err := sys.CreateProcess(context.Background(), &compute.ProcessSettings{CommandLine: "x", Stdout: io.Discard}); err == nil {
 		t.Error("CreateProcess hid the stdio failure")
 	}
