@@ -140,7 +140,9 @@ func TestCoreCloseWaitsForCalls(t *testing.T) {
 		var wg sync.WaitGroup
 		calls := []func() error{
 			func() error { _, err := sys.Properties(context.Background(), schema2.PropertyStatistics); return err },
-			func() error { return sys.Modify(context.Background(), &schema2.ModifySettingRequest{ResourcePath: schema2.ResourceMemoryLimit}) },
+			func() error {
+				return sys.Modify(context.Background(), &schema2.ModifySettingRequest{ResourcePath: schema2.ResourceMemoryLimit})
+			},
 			func() error { return sys.Start(context.Background()) },
 			func() error { return p.ResizeConsole(context.Background(), 80, 25) },
 			func() error { return p.CloseStdin(context.Background()) },
