@@ -7,6 +7,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"strings"
 	"testing"
 	"time"
 
@@ -17,9 +18,14 @@ import (
 // (testdata/fakecomputecore) with MinGW and runs this package's Windows
 // test TestComputecoreBinding under Wine against it: the binding's system
 // calls, callbacks and pipe handles, which nothing else runs.
+//
+// It runs twice: as built, and built with a stack move at every function
+// entry (runtime.mayMoreStackMove). A pointer that reaches the DLL as a
+// uintptr outside the system call's expression then points into a stack
+// that has moved, and the DLL's writes are lost or land in freed memory.
 func TestComputecoreBindingUnderWine(t *testing.T) {
 	prefix := winetest.Prefix(t)
-	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
+	ctx, cancel := context.WithTimeout(context.Background(), 8*time.Minute)
 	t.Cleanup(cancel)
 	dir := t.TempDir()
 	dll := filepath.Join(dir, "computecore.dll")
@@ -27,17 +33,28 @@ func TestComputecoreBindingUnderWine(t *testing.T) {
 	if b, err := cc.CombinedOutput(); err != nil {
 		t.Fatalf("build the stand-in of computecore.dll: %v\n%s", err, b)
 	}
-	exe := filepath.Join(dir, "hcs.test.exe")
-	build := exec.CommandContext(ctx, "go", "test", "-c", "-o", exe, ".")
-	build.Env = append(os.Environ(), "GOOS=windows", "GOARCH=amd64", "CGO_ENABLED=0")
-	if b, err := build.CombinedOutput(); err != nil {
-		t.Fatalf("build the Windows tests: %v\n%s", err, b)
+	for _, tc := range []struct {
+		name  string
+		flags []string
+	}{
+		{"as built", nil},
+		{"stack moved at every call", []string{"-gcflags=all=-d=maymorestack=runtime.mayMoreStackMove"}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			exe := filepath.Join(dir, strings.ReplaceAll(tc.name, " ", "-")+".test.exe")
+			args := append([]string{"test", "-c", "-o", exe}, tc.flags...)
+			build := exec.CommandContext(ctx, "go", append(args, ".")...)
+			build.Env = append(os.Environ(), "GOOS=windows", "GOARCH=amd64", "CGO_ENABLED=0")
+			if b, err := build.CombinedOutput(); err != nil {
+				t.Fatalf("build the Windows tests: %v\n%s", err, b)
+			}
+			cmd := winetest.Command(ctx, t, prefix, exe, "-test.run", "^TestComputecoreBinding$", "-test.v")
+			cmd.Env = append(cmd.Env, "WINPROC_FAKE_COMPUTECORE="+winPath(dll))
+			out, err := cmd.CombinedOutput()
+			if code, cerr := winetest.ExitCode(err); cerr != nil || code != 0 {
+				t.Fatalf("TestComputecoreBinding under Wine: %v\n%s", err, out)
+			}
+			t.Logf("under Wine:\n%s", out)
+		})
 	}
-	cmd := winetest.Command(ctx, t, prefix, exe, "-test.run", "^TestComputecoreBinding$", "-test.v")
-	cmd.Env = append(cmd.Env, "WINPROC_FAKE_COMPUTECORE="+winPath(dll))
-	out, err := cmd.CombinedOutput()
-	if code, cerr := winetest.ExitCode(err); cerr != nil || code != 0 {
-		t.Fatalf("TestComputecoreBinding under Wine: %v\n%s", err, out)
-	}
-	t.Logf("under Wine:\n%s", out)
 }

@@ -241,6 +241,68 @@ func TestComputecoreBinding(t *testing.T) {
 		t.Error(err)
 	}
 
+	// A crash's exit status arrives unsigned.
+	crash, err := sys.CreateProcess(ctx, &schema2.ProcessParameters{CommandLine: "crash.exe"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := crash.Wait(); err != nil {
+		t.Fatal(err)
+	}
+	if code, err := crash.ExitCode(); code != 0xC000013A || err != nil {
+		t.Errorf("crash ExitCode = %d, %v; want %d", code, err, 0xC000013A)
+	}
+	crash.Close()
+
+	// A console event the process holds, then a kill: the kill goes
+	// through handles of its own (HcsOpenComputeSystem, HcsOpenProcess),
+	// not behind the held event, and the process ends.
+	c.signalWait = 100 * time.Millisecond
+	hang, err := sys.CreateProcess(ctx, &schema2.ProcessParameters{CommandLine: "hang.exe"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := hang.Signal(ctx, "CtrlShutdown"); err != nil {
+		t.Fatalf("Signal = %v", err)
+	}
+	if err := hang.Kill(ctx); err != nil {
+		t.Fatalf("Kill = %v", err)
+	}
+	waited := make(chan error, 1)
+	go func() { waited <- hang.Wait() }()
+	select {
+	case err := <-waited:
+		if code, cerr := hang.ExitCode(); err != nil || code != 1 || cerr != nil {
+			t.Errorf("after the kill: Wait %v, ExitCode %d, %v", err, code, cerr)
+		}
+	case <-time.After(10 * time.Second):
+		t.Fatal("the kill was queued behind the held console event")
+	}
+	hang.Close()
+
+	// A create whose wait fails spuriously: HcsGetProcessInfo hands over
+	// the process and its stdout.
+	sp, err := sys.CreateProcess(ctx, &schema2.ProcessParameters{CommandLine: "spurious.exe", CreateStdOutPipe: true})
+	if err != nil {
+		t.Fatalf("CreateProcess after a spurious wait failure = %v", err)
+	}
+	if sp.Pid() != 4245 {
+		t.Errorf("Pid = %d, want 4245", sp.Pid())
+	}
+	if _, stdout, _, err := sp.Stdio(); err != nil || stdout == nil {
+		t.Errorf("Stdio after HcsGetProcessInfo: %v, %v", stdout, err)
+	} else {
+		out, err := io.ReadAll(stdout)
+		stdout.Close()
+		if err != nil || string(out) != "hello from the fake\r\n" {
+			t.Errorf("stdout %q, %v", out, err)
+		}
+	}
+	if err := sp.Wait(); err != nil {
+		t.Fatal(err)
+	}
+	sp.Close()
+
 	// Errors: HCS's detail joins the HRESULT; a missing system is
 	// NotExist.
 	if _, err := c.createContainer(ctx, "exists", doc); !errors.Is(err, syscall.Errno(0x8037010F)) || !strings.Contains(err.Error(), "fake: a compute system exists") {

@@ -8,6 +8,14 @@
  * notifications come on other threads, and a process's stdout is an
  * overlapped named pipe. It knows the systems "c1" (created), "exists"
  * (already exists) and nothing else ("missing" is not found).
+ *
+ * Processes behave by their command line: "app.exe" writes a line and
+ * exits 3; "crash.exe" exits with STATUS_CONTROL_C_EXIT (0xC000013A);
+ * "hang.exe" runs until terminated, and a console event sent to it holds
+ * its call, and every later call on the same handle, until it exits (HCS
+ * serializes the calls on one process handle); "spurious.exe" is made
+ * but its create's wait fails with E_INVALIDARG, and HcsGetProcessInfo
+ * gives its pipes.
  */
 #include <windows.h>
 #include <stdio.h>
@@ -16,6 +24,7 @@
 #define HCS_E_SYSTEM_NOT_FOUND      ((HRESULT)0x8037010EL)
 #define HCS_E_SYSTEM_ALREADY_EXISTS ((HRESULT)0x8037010FL)
 #define HCS_E_OPERATION_TIMEOUT     ((HRESULT)0x80370118L)
+#define HCS_E_PROCESS_NOT_FOUND     HRESULT_FROM_WIN32(ERROR_NOT_FOUND)
 
 typedef void (CALLBACK *event_callback)(void *event, void *context);
 
@@ -35,6 +44,8 @@ typedef struct {
 
 typedef struct {
     HANDLE done;
+    HANDLE canceled;
+    HANDLE after; /* completes only once this is set, when not NULL */
     LONG pending; /* complete was called */
     HRESULT hr;
     WCHAR *result;
@@ -49,12 +60,27 @@ typedef struct {
     void *ctx;
 } sys_t;
 
+enum { APP, CRASH, HANG, SPURIOUS };
+
+/* A process; its handles are proc_t. */
 typedef struct {
+    DWORD pid;
+    int kind;
+    DWORD exit_code;
+    HANDLE exited; /* set when it has exited */
+    HANDLE stdout_server;
+    HANDLE stdout_client; /* for HcsGetProcessInfo, once */
     event_callback cb;
     void *ctx;
-    HANDLE stdout_server;
-    DWORD exit_code;
+} process_t;
+
+typedef struct {
+    process_t *p;
+    HANDLE free; /* set while no call holds the handle */
 } proc_t;
+
+static process_t *processes[64];
+static volatile LONG nprocesses;
 
 static WCHAR *dup_w(const WCHAR *s) {
     size_t n = s ? wcslen(s) : 0;
@@ -66,6 +92,14 @@ static WCHAR *dup_w(const WCHAR *s) {
 
 static DWORD WINAPI complete_later(void *arg) {
     op_t *op = arg;
+    if (op->after) {
+        HANDLE hs[2] = {op->after, op->canceled};
+        if (WaitForMultipleObjects(2, hs, FALSE, INFINITE) == WAIT_OBJECT_0 + 1) {
+            op->hr = HCS_E_OPERATION_TIMEOUT;
+            SetEvent(op->done);
+            return 0;
+        }
+    }
     Sleep(op->delay_ms);
     SetEvent(op->done);
     return 0;
@@ -95,12 +129,14 @@ static HRESULT take_result(op_t *op, PWSTR *doc) {
 __declspec(dllexport) void *WINAPI HcsCreateOperation(const void *context, void *callback) {
     op_t *op = calloc(1, sizeof(op_t));
     op->done = CreateEventW(NULL, TRUE, FALSE, NULL);
+    op->canceled = CreateEventW(NULL, TRUE, FALSE, NULL);
     return op;
 }
 
 __declspec(dllexport) void WINAPI HcsCloseOperation(op_t *op) {
     if (op->pending) WaitForSingleObject(op->done, INFINITE);
     CloseHandle(op->done);
+    CloseHandle(op->canceled);
     free(op->result);
     free(op);
 }
@@ -121,6 +157,7 @@ __declspec(dllexport) HRESULT WINAPI HcsGetOperationResult(op_t *op, PWSTR *doc)
 }
 
 __declspec(dllexport) HRESULT WINAPI HcsCancelOperation(op_t *op) {
+    SetEvent(op->canceled);
     return S_OK;
 }
 
@@ -217,69 +254,152 @@ __declspec(dllexport) HRESULT WINAPI HcsSetComputeSystemCallback(sys_t *s, UINT3
 
 static volatile LONG pipe_seq;
 
+static proc_t *new_handle(process_t *p) {
+    proc_t *h = calloc(1, sizeof(proc_t));
+    h->p = p;
+    h->free = CreateEventW(NULL, TRUE, TRUE, NULL);
+    return h;
+}
+
 __declspec(dllexport) HRESULT WINAPI HcsCreateProcess(sys_t *s, PCWSTR params, op_t *op, const void *sd, proc_t **proc) {
-    proc_t *p = calloc(1, sizeof(proc_t));
-    p->exit_code = 3;
+    process_t *p = calloc(1, sizeof(process_t));
+    p->kind = wcsstr(params, L"crash.exe") ? CRASH : wcsstr(params, L"hang.exe") ? HANG : wcsstr(params, L"spurious.exe") ? SPURIOUS : APP;
+    p->pid = 4242 + p->kind;
+    p->exit_code = p->kind == CRASH ? 0xC000013A : 3;
+    p->exited = CreateEventW(NULL, TRUE, FALSE, NULL);
     WCHAR name[128];
     _snwprintf(name, 128, L"\\\\.\\pipe\\fakecomputecore-%lu-%ld", GetCurrentProcessId(), InterlockedIncrement(&pipe_seq));
     p->stdout_server = CreateNamedPipeW(name, PIPE_ACCESS_OUTBOUND | FILE_FLAG_OVERLAPPED, PIPE_TYPE_BYTE | PIPE_WAIT, 1, 4096, 4096, 0, NULL);
     HANDLE client = CreateFileW(name, GENERIC_READ, 0, NULL, OPEN_EXISTING, FILE_FLAG_OVERLAPPED, NULL);
     if (p->stdout_server == INVALID_HANDLE_VALUE || client == INVALID_HANDLE_VALUE) return HRESULT_FROM_WIN32(GetLastError());
-    op->info.ProcessId = 4242;
+    processes[InterlockedIncrement(&nprocesses) - 1] = p;
+    *proc = new_handle(p);
+    if (p->kind == SPURIOUS) {
+        /* Made, but the wait fails and hands over nothing. */
+        p->stdout_client = client;
+        complete(op, E_INVALIDARG, NULL);
+        return S_OK;
+    }
+    op->info.ProcessId = p->pid;
     op->info.StdOutput = client;
-    *proc = p;
     complete(op, S_OK, NULL);
     return S_OK;
 }
 
-__declspec(dllexport) void WINAPI HcsCloseProcess(proc_t *p) {
-    if (p->stdout_server) CloseHandle(p->stdout_server);
-    free(p);
+__declspec(dllexport) HRESULT WINAPI HcsOpenProcess(sys_t *s, DWORD pid, DWORD access, proc_t **proc) {
+    for (LONG i = 0; i < nprocesses; i++) {
+        process_t *p = processes[i];
+        if (p->pid == pid && WaitForSingleObject(p->exited, 0) != WAIT_OBJECT_0) {
+            *proc = new_handle(p);
+            return S_OK;
+        }
+    }
+    return HCS_E_PROCESS_NOT_FOUND;
+}
+
+__declspec(dllexport) HRESULT WINAPI HcsGetProcessInfo(proc_t *h, op_t *op) {
+    process_t *p = h->p;
+    op->info.ProcessId = p->pid;
+    op->info.StdInput = INVALID_HANDLE_VALUE;
+    op->info.StdError = INVALID_HANDLE_VALUE;
+    op->info.StdOutput = p->stdout_client ? p->stdout_client : INVALID_HANDLE_VALUE;
+    p->stdout_client = NULL;
+    complete(op, S_OK, NULL);
+    return S_OK;
+}
+
+__declspec(dllexport) void WINAPI HcsCloseProcess(proc_t *h) {
+    CloseHandle(h->free);
+    free(h);
 }
 
 static DWORD WINAPI run_process(void *arg) {
-    proc_t *p = arg;
-    const char msg[] = "hello from the fake\r\n";
-    OVERLAPPED ov = {0};
-    ov.hEvent = CreateEventW(NULL, TRUE, FALSE, NULL);
-    DWORD n;
-    if (!WriteFile(p->stdout_server, msg, sizeof(msg) - 1, &n, &ov) && GetLastError() == ERROR_IO_PENDING)
-        GetOverlappedResult(p->stdout_server, &ov, &n, TRUE);
-    CloseHandle(ov.hEvent);
-    FlushFileBuffers(p->stdout_server);
+    process_t *p = arg;
+    if (p->kind == HANG) {
+        WaitForSingleObject(p->exited, INFINITE);
+    } else if (p->kind != CRASH) {
+        const char msg[] = "hello from the fake\r\n";
+        OVERLAPPED ov = {0};
+        ov.hEvent = CreateEventW(NULL, TRUE, FALSE, NULL);
+        DWORD n;
+        if (!WriteFile(p->stdout_server, msg, sizeof(msg) - 1, &n, &ov) && GetLastError() == ERROR_IO_PENDING)
+            GetOverlappedResult(p->stdout_server, &ov, &n, TRUE);
+        CloseHandle(ov.hEvent);
+        FlushFileBuffers(p->stdout_server);
+    }
     CloseHandle(p->stdout_server);
     p->stdout_server = NULL;
+    SetEvent(p->exited);
     WCHAR data[128];
-    _snwprintf(data, 128, L"{\"ProcessId\":4242,\"Exited\":true,\"ExitCode\":%lu}", p->exit_code);
+    _snwprintf(data, 128, L"{\"ProcessId\":%lu,\"Exited\":true,\"ExitCode\":%lu}", p->pid, p->exit_code);
     notify(p->cb, p->ctx, 0x00010000, data);
     return 0;
 }
 
-__declspec(dllexport) HRESULT WINAPI HcsSetProcessCallback(proc_t *p, UINT32 options, void *ctx, event_callback cb) {
-    p->cb = cb;
-    p->ctx = ctx;
+__declspec(dllexport) HRESULT WINAPI HcsSetProcessCallback(proc_t *h, UINT32 options, void *ctx, event_callback cb) {
+    h->p->cb = cb;
+    h->p->ctx = ctx;
     /* The process runs once someone listens for its exit. */
-    CloseHandle(CreateThread(NULL, 0, run_process, p, 0, NULL));
+    CloseHandle(CreateThread(NULL, 0, run_process, h->p, 0, NULL));
     return S_OK;
 }
 
-__declspec(dllexport) HRESULT WINAPI HcsGetProcessProperties(proc_t *p, op_t *op, PCWSTR query) {
-    complete(op, S_OK, L"{\"ProcessId\":4242,\"Exited\":false}");
+__declspec(dllexport) HRESULT WINAPI HcsGetProcessProperties(proc_t *h, op_t *op, PCWSTR query) {
+    WCHAR doc[64];
+    _snwprintf(doc, 64, L"{\"ProcessId\":%lu,\"Exited\":false}", h->p->pid);
+    complete(op, S_OK, doc);
     return S_OK;
 }
 
-__declspec(dllexport) HRESULT WINAPI HcsSignalProcess(proc_t *p, op_t *op, PCWSTR options) {
+static DWORD WINAPI hold_until_exit(void *arg) {
+    proc_t *h = arg;
+    WaitForSingleObject(h->p->exited, INFINITE);
+    SetEvent(h->free);
+    return 0;
+}
+
+__declspec(dllexport) HRESULT WINAPI HcsSignalProcess(proc_t *h, op_t *op, PCWSTR options) {
+    if (h->p->kind == HANG) {
+        /* The handler does not return: the call, and the handle, are
+         * held until the process exits. */
+        ResetEvent(h->free);
+        CloseHandle(CreateThread(NULL, 0, hold_until_exit, h, 0, NULL));
+        op->after = h->free;
+    }
     /* The options come back as the result. */
     complete(op, S_OK, options);
     return S_OK;
 }
 
-__declspec(dllexport) HRESULT WINAPI HcsTerminateProcess(proc_t *p, op_t *op, PCWSTR options) {
+typedef struct {
+    proc_t *h;
+    op_t *op;
+} kill_t;
+
+static DWORD WINAPI kill_later(void *arg) {
+    kill_t *k = arg;
+    process_t *p = k->h->p;
+    /* Behind any call that holds this handle. */
+    WaitForSingleObject(k->h->free, INFINITE);
+    if (WaitForSingleObject(p->exited, 0) != WAIT_OBJECT_0) {
+        p->exit_code = 1;
+        SetEvent(p->exited);
+    }
+    free(k);
+    return 0;
+}
+
+__declspec(dllexport) HRESULT WINAPI HcsTerminateProcess(proc_t *h, op_t *op, PCWSTR options) {
+    kill_t *k = calloc(1, sizeof(kill_t));
+    k->h = h;
+    k->op = op;
+    CloseHandle(CreateThread(NULL, 0, kill_later, k, 0, NULL));
+    op->after = h->free;
     complete(op, S_OK, NULL);
     return S_OK;
 }
 
-__declspec(dllexport) HRESULT WINAPI HcsModifyProcess(proc_t *p, op_t *op, PCWSTR settings) {
+__declspec(dllexport) HRESULT WINAPI HcsModifyProcess(proc_t *h, op_t *op, PCWSTR settings) {
     complete(op, S_OK, settings);
     return S_OK;
 }
