@@ -3,10 +3,8 @@ package doctor
 import (
 	"context"
 	"fmt"
-	"io"
 
 	contentapi "github.com/containerd/containerd/api/services/content/v1"
-	imagesapi "github.com/containerd/containerd/api/services/images/v1"
 	introspectionapi "github.com/containerd/containerd/api/services/introspection/v1"
 	snapshotsapi "github.com/containerd/containerd/api/services/snapshots/v1"
 	versionapi "github.com/containerd/containerd/api/services/version/v1"
@@ -16,13 +14,13 @@ import (
 	"github.com/containerd/containerd/v2/pkg/namespaces"
 	"github.com/containerd/errdefs/pkg/errgrpc"
 	"github.com/containerd/typeurl/v2"
-	"github.com/opencontainers/go-digest"
 	ocispec "github.com/opencontainers/image-spec/specs-go/v1"
 	"google.golang.org/grpc"
 	"google.golang.org/protobuf/types/known/emptypb"
 	criapi "k8s.io/cri-api/pkg/apis/runtime/v1"
 
 	"github.com/winproc/winproc/internal/containerdconn"
+	"github.com/winproc/winproc/winimage/resolve"
 )
 
 // runtimePluginType and runtimePluginID name containerd's task runtime,
@@ -113,38 +111,21 @@ func (c *grpcContainerd) RuntimeHandlers(ctx context.Context) ([]string, error) 
 }
 
 func (c *grpcContainerd) ImageTarget(ctx context.Context, ns, name string) (ocispec.Descriptor, error) {
-	resp, err := imagesapi.NewImagesClient(c.conn).Get(namespaces.WithNamespace(ctx, ns), &imagesapi.GetImageRequest{Name: name})
-	if err != nil {
-		return ocispec.Descriptor{}, errgrpc.ToNative(err)
-	}
-	t := resp.GetImage().GetTarget()
-	return ocispec.Descriptor{
-		MediaType:   t.GetMediaType(),
-		Digest:      digest.Digest(t.GetDigest()),
-		Size:        t.GetSize(),
-		Annotations: t.GetAnnotations(),
-	}, nil
+	return resolve.Target(namespaces.WithNamespace(ctx, ns), c.conn, name)
 }
 
-func (c *grpcContainerd) store() content.Store {
-	return contentproxy.NewContentStore(contentapi.NewContentClient(c.conn))
+func (c *grpcContainerd) Content(ns string) content.Provider {
+	return nsProvider{store: contentproxy.NewContentStore(contentapi.NewContentClient(c.conn)), ns: ns}
 }
 
-func (c *grpcContainerd) ReadBlob(ctx context.Context, ns string, desc ocispec.Descriptor) ([]byte, error) {
-	return content.ReadBlob(namespaces.WithNamespace(ctx, ns), c.store(), desc)
+// nsProvider is containerd's content store as namespace ns sees it.
+type nsProvider struct {
+	store content.Provider
+	ns    string
 }
 
-func (c *grpcContainerd) OpenBlob(ctx context.Context, ns string, desc ocispec.Descriptor) (io.ReadCloser, error) {
-	ra, err := c.store().ReaderAt(namespaces.WithNamespace(ctx, ns), desc)
-	if err != nil {
-		return nil, err
-	}
-	return readCloser{content.NewReader(ra), ra}, nil
-}
-
-type readCloser struct {
-	io.Reader
-	io.Closer
+func (p nsProvider) ReaderAt(ctx context.Context, desc ocispec.Descriptor) (content.ReaderAt, error) {
+	return p.store.ReaderAt(namespaces.WithNamespace(ctx, p.ns), desc)
 }
 
 func (c *grpcContainerd) StatSnapshot(ctx context.Context, ns, snapshotter, key string) error {

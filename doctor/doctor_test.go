@@ -6,12 +6,12 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
-	"io"
 	"io/fs"
 	"strings"
 	"testing"
 
 	apitypes "github.com/containerd/containerd/api/types"
+	"github.com/containerd/containerd/v2/core/content"
 	"github.com/containerd/errdefs"
 	"github.com/opencontainers/go-digest"
 	"github.com/opencontainers/image-spec/identity"
@@ -77,7 +77,7 @@ type fakeContainerd struct {
 	runtimeErr error
 	handlers   []string
 	images     map[string]ocispec.Descriptor
-	blobs      map[digest.Digest][]byte
+	blobs      blobs
 	snapshots  map[string]bool // snapshotter + "/" + key
 }
 
@@ -123,20 +123,21 @@ func (c *fakeContainerd) ImageTarget(_ context.Context, ns, name string) (ocispe
 	return ocispec.Descriptor{}, fmt.Errorf("image %q: %w", name, errdefs.ErrNotFound)
 }
 
-func (c *fakeContainerd) ReadBlob(_ context.Context, _ string, d ocispec.Descriptor) ([]byte, error) {
-	if b, ok := c.blobs[d.Digest]; ok {
-		return b, nil
+func (c *fakeContainerd) Content(string) content.Provider { return c.blobs }
+
+// blobs is a content store at the seam.
+type blobs map[digest.Digest][]byte
+
+func (b blobs) ReaderAt(_ context.Context, d ocispec.Descriptor) (content.ReaderAt, error) {
+	if p, ok := b[d.Digest]; ok {
+		return blobReader{bytes.NewReader(p)}, nil
 	}
 	return nil, fmt.Errorf("content digest %s: %w", d.Digest, errdefs.ErrNotFound)
 }
 
-func (c *fakeContainerd) OpenBlob(ctx context.Context, ns string, d ocispec.Descriptor) (io.ReadCloser, error) {
-	b, err := c.ReadBlob(ctx, ns, d)
-	if err != nil {
-		return nil, err
-	}
-	return io.NopCloser(bytes.NewReader(b)), nil
-}
+type blobReader struct{ *bytes.Reader }
+
+func (blobReader) Close() error { return nil }
 
 func (c *fakeContainerd) StatSnapshot(_ context.Context, _, snapshotter, key string) error {
 	if c.snapshots[snapshotter+"/"+key] {

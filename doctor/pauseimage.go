@@ -2,12 +2,12 @@ package doctor
 
 import (
 	"context"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
 	"strings"
 
+	"github.com/containerd/containerd/v2/core/content"
 	"github.com/containerd/containerd/v2/core/images"
 	"github.com/containerd/containerd/v2/pkg/archive/compression"
 	"github.com/containerd/errdefs"
@@ -19,10 +19,8 @@ import (
 	"github.com/winproc/winproc/shim/winpath"
 	"github.com/winproc/winproc/winbuild"
 	"github.com/winproc/winproc/winimage"
+	"github.com/winproc/winproc/winimage/resolve"
 )
-
-// pauseArch is the architecture of the pause image manifests considered.
-const pauseArch = "amd64"
 
 // pauseImageName is the pause image the handler's pods use and where that
 // is configured.
@@ -71,21 +69,11 @@ const wincatPath = winimage.WincatExePath
 
 func (d *run) checkPauseImage(ctx context.Context) {
 	name, source := d.pauseImageName()
+	if r := d.pauseImageUnchecked(name); r != nil {
+		d.add(*r)
+		return
+	}
 	r := Result{Name: CheckPauseImage}
-	if d.hostErr != nil {
-		r.Status, r.Summary = Fail, fmt.Sprintf("%s: the host build is unknown: %v", name, d.hostErr)
-		r.Fix = []string{"pass --host-build with the node's Windows build, e.g. 10.0.20348"}
-		d.add(r)
-		return
-	}
-	if d.cfg != nil && d.rt == nil {
-		d.add(skipped(CheckPauseImage, fmt.Sprintf("the handler %q is not registered, so its pause image is unknown", d.o.Handler)))
-		return
-	}
-	if !d.cdUp {
-		d.add(skipped(CheckPauseImage, fmt.Sprintf("%s: containerd did not answer", name)))
-		return
-	}
 	ns := d.o.Namespace
 	fix := d.pauseFix(name)
 	setOption := fmt.Sprintf("or set pause_image in [%s.options] to an image built for %s", d.cfg.RuntimeTable(d.o.Handler), describeBuild(d.host))
@@ -107,61 +95,106 @@ func (d *run) checkPauseImage(ctx context.Context) {
 		fail(fmt.Sprintf("look up pause image %q: %v", name, err))
 		return
 	}
-	img, err := resolveImage(cctx, d.cd, ns, target, d.host)
+	img, err := resolve.ForHost(cctx, d.cd.Content(ns), target, d.host)
 	if err != nil {
 		fail(fmt.Sprintf("pause image %q: %v", name, err), append(fix, setOption)...)
 		return
 	}
-	if img.config.OS != "" && !strings.EqualFold(img.config.OS, "windows") {
-		fail(fmt.Sprintf("pause image %q is a %s/%s image; Windows pods need a Windows pause image", name, img.config.OS, img.config.Architecture), append(fix, setOption)...)
+	if img.Config.OS != "" && !strings.EqualFold(img.Config.OS, "windows") {
+		fail(fmt.Sprintf("pause image %q is a %s/%s image; Windows pods need a Windows pause image", name, img.Config.OS, img.Config.Architecture), append(fix, setOption)...)
 		return
 	}
 	var problems []issue
-	buildErr := winbuild.Check(name, d.host, img.osVersion)
+	buildErr := winbuild.Check(name, d.host, img.OSVersion)
 	switch {
 	case errors.Is(buildErr, winbuild.ErrUnknownBuild):
 		problems = append(problems, issue{Warn, buildErr.Error(), append(fix, setOption)})
 	case buildErr != nil:
 		problems = append(problems, issue{Fail, buildErr.Error(), append(fix, setOption)})
 	}
-
-	// Unpacked where the shim (or CRI) takes the pause rootfs from.
 	snap, _ := d.snapshotter()
-	if buildErr == nil && len(img.config.RootFS.DiffIDs) > 0 {
-		chain := identity.ChainID(img.config.RootFS.DiffIDs).String()
-		err := d.cd.StatSnapshot(cctx, ns, snap, chain)
-		switch {
-		case errdefs.IsNotFound(err):
-			problems = append(problems, issue{Fail, fmt.Sprintf("pause image %q is not unpacked for snapshotter %s (no snapshot %s)", name, snap, chain),
-				[]string{"import its archive again, unpacked (no --no-unpack): " + d.importCommand("ARCHIVE"), fmt.Sprintf("or pull it again: crictl pull %s", name)}})
-		case err != nil:
-			problems = append(problems, issue{Warn, fmt.Sprintf("pause image %q: look up its snapshot in %s: %v", name, snap, err), nil})
-		}
+	if buildErr == nil {
+		problems = append(problems, d.pauseSnapshotIssues(cctx, name, snap, img)...)
 	}
+	has, notes, fileProblems := d.pauseFiles(ctx, name, img, fix)
+	problems = append(problems, fileProblems...)
 
-	// The files: the entrypoint, and wincat.exe for port-forward.
-	args := append(append([]string(nil), img.config.Config.Entrypoint...), img.config.Config.Cmd...)
-	type wanted struct{ path, what string } // path below C:\ with '/'
-	var want []wanted
+	r.Summary = fmt.Sprintf("%s: windows/%s %s, snapshotter %s", name, img.Config.Architecture, orNone(img.OSVersion), snap)
+	if len(has) > 0 {
+		r.Summary += ", has " + strings.Join(has, " and ")
+	}
+	r.Details = append([]string{"from " + source}, notes...)
+	r.Details = append(r.Details, fmt.Sprintf("manifest %s, config %s, %d layers", img.Desc.Digest, img.Manifest.Config.Digest, len(img.Manifest.Layers)))
+	applyIssues(&r, problems)
+	d.add(r)
+}
+
+// pauseImageUnchecked is the result of the pause image check when what it
+// needs is missing: the host build, the handler, or containerd; nil if it
+// can run.
+func (d *run) pauseImageUnchecked(name string) *Result {
+	switch {
+	case d.hostErr != nil:
+		return &Result{Name: CheckPauseImage, Status: Fail,
+			Summary: fmt.Sprintf("%s: the host build is unknown: %v", name, d.hostErr),
+			Fix:     []string{"pass --host-build with the node's Windows build, e.g. 10.0.20348"}}
+	case d.cfg != nil && d.rt == nil:
+		r := skipped(CheckPauseImage, fmt.Sprintf("the handler %q is not registered, so its pause image is unknown", d.o.Handler))
+		return &r
+	case !d.cdUp:
+		r := skipped(CheckPauseImage, fmt.Sprintf("%s: containerd did not answer", name))
+		return &r
+	}
+	return nil
+}
+
+// pauseSnapshotIssues checks that the pause image is unpacked where the shim
+// (or CRI) takes the pause rootfs from.
+func (d *run) pauseSnapshotIssues(ctx context.Context, name, snap string, img resolve.Image) []issue {
+	if len(img.Config.RootFS.DiffIDs) == 0 {
+		return nil
+	}
+	chain := identity.ChainID(img.Config.RootFS.DiffIDs).String()
+	err := d.cd.StatSnapshot(ctx, d.o.Namespace, snap, chain)
+	switch {
+	case errdefs.IsNotFound(err):
+		return []issue{{Fail, fmt.Sprintf("pause image %q is not unpacked for snapshotter %s (no snapshot %s)", name, snap, chain),
+			[]string{"import its archive again, unpacked (no --no-unpack): " + d.importCommand("ARCHIVE"), fmt.Sprintf("or pull it again: crictl pull %s", name)}}}
+	case err != nil:
+		return []issue{{Warn, fmt.Sprintf("pause image %q: look up its snapshot in %s: %v", name, snap, err), nil}}
+	}
+	return nil
+}
+
+// pauseFile is a file the pause image needs.
+type pauseFile struct{ path, what string } // path below C:\ with '/'
+
+// pauseFiles looks for the files the pause image needs in its layers: the
+// entrypoint, and wincat.exe for port-forward. It returns the files found,
+// notes for the details, and the problems.
+func (d *run) pauseFiles(ctx context.Context, name string, img resolve.Image, fix []string) (has, notes []string, problems []issue) {
+	cfg := img.Config.Config
+	args := append(append([]string(nil), cfg.Entrypoint...), cfg.Cmd...)
+	var want []pauseFile
 	switch {
 	case len(args) == 0 || strings.TrimSpace(args[0]) == "":
 		problems = append(problems, issue{Fail, fmt.Sprintf("pause image %q has neither an entrypoint nor a cmd (Kubernetes' pause image runs C:\\pause.exe)", name), fix})
 	default:
 		program := args[0]
-		if img.config.Config.ArgsEscaped {
+		if cfg.ArgsEscaped {
 			program = wincmdline.Program(program)
 		}
 		what := "its entrypoint "
-		if len(img.config.Config.Entrypoint) == 0 {
+		if len(cfg.Entrypoint) == 0 {
 			what = "its cmd "
 		}
 		if c, ok := winpath.SystemDrivePath(program); ok {
-			want = append(want, wanted{strings.Join(c, "/"), what + program})
+			want = append(want, pauseFile{strings.Join(c, "/"), what + program})
 		} else {
-			r.Details = append(r.Details, fmt.Sprintf("entrypoint %s is not an absolute C: path; found through PATH at run time, not looked up", program))
+			notes = append(notes, fmt.Sprintf("entrypoint %s is not an absolute C: path; found through PATH at run time, not looked up", program))
 		}
 	}
-	want = append(want, wanted{wincatPath, `C:\Windows\System32\wincat.exe (port-forward runs it)`})
+	want = append(want, pauseFile{wincatPath, `C:\Windows\System32\wincat.exe (port-forward runs it)`})
 	var paths []string
 	for _, w := range want {
 		paths = append(paths, w.path)
@@ -169,52 +202,48 @@ func (d *run) checkPauseImage(ctx context.Context) {
 	// Layers can be large: reading them gets more time than a call.
 	lctx, lcancel := context.WithTimeout(ctx, 10*d.timeout)
 	defer lcancel()
-	layers := img.manifest.Layers
+	layers, store := img.Manifest.Layers, d.cd.Content(d.o.Namespace)
 	states, err := FindFiles(len(layers), func(i int) (io.ReadCloser, error) {
-		return openLayer(lctx, d.cd, ns, layers[i])
+		return openLayer(lctx, store, layers[i])
 	}, paths)
-	var has []string
 	if err != nil {
 		problems = append(problems, issue{Warn, fmt.Sprintf("pause image %q: its layers could not be read, so pause.exe and wincat.exe are not checked: %v", name, err), nil})
-	} else {
-		for _, w := range want {
-			file := `C:\` + strings.ReplaceAll(w.path, "/", `\`)
-			switch states[w.path] {
-			case FilePresent:
-				has = append(has, file)
-			case FileUnknown:
-				problems = append(problems, issue{Warn, fmt.Sprintf("pause image %q: a link on the path of %s: not checked", name, file), nil})
-			default:
-				problems = append(problems, issue{Fail, fmt.Sprintf("pause image %q lacks %s", name, w.what), fix})
-			}
+		return has, notes, problems
+	}
+	for _, w := range want {
+		file := `C:\` + strings.ReplaceAll(w.path, "/", `\`)
+		switch states[w.path] {
+		case FilePresent:
+			has = append(has, file)
+		case FileUnknown:
+			problems = append(problems, issue{Warn, fmt.Sprintf("pause image %q: a link on the path of %s: not checked", name, file), nil})
+		default:
+			problems = append(problems, issue{Fail, fmt.Sprintf("pause image %q lacks %s", name, w.what), fix})
 		}
 	}
-
-	r.Summary = fmt.Sprintf("%s: windows/%s %s, snapshotter %s", name, img.config.Architecture, orNone(img.osVersion), snap)
-	if len(has) > 0 {
-		r.Summary += ", has " + strings.Join(has, " and ")
-	}
-	r.Details = append([]string{"from " + source}, r.Details...)
-	r.Details = append(r.Details, fmt.Sprintf("manifest %s, config %s, %d layers", img.desc.Digest, img.manifest.Config.Digest, len(layers)))
-	applyIssues(&r, problems)
-	d.add(r)
+	return has, notes, problems
 }
 
 // openLayer streams a layer blob, decompressed (gzip, zstd or none).
-func openLayer(ctx context.Context, cd Containerd, ns string, desc ocispec.Descriptor) (io.ReadCloser, error) {
-	rc, err := cd.OpenBlob(ctx, ns, desc)
+func openLayer(ctx context.Context, store content.Provider, desc ocispec.Descriptor) (io.ReadCloser, error) {
+	ra, err := store.ReaderAt(ctx, desc)
 	if err != nil {
 		if images.IsNonDistributable(desc.MediaType) {
 			return nil, fmt.Errorf("foreign layer %s is not in containerd's content store: %w", desc.Digest, err)
 		}
 		return nil, fmt.Errorf("layer %s: %w", desc.Digest, err)
 	}
-	dc, err := compression.DecompressStream(rc)
+	dc, err := compression.DecompressStream(content.NewReader(ra))
 	if err != nil {
-		rc.Close()
+		ra.Close()
 		return nil, fmt.Errorf("%s: %w", desc.Digest, err)
 	}
-	return readCloser{dc, closers{dc, rc}}, nil
+	return readCloser{dc, closers{dc, ra}}, nil
+}
+
+type readCloser struct {
+	io.Reader
+	io.Closer
 }
 
 type closers []io.Closer
@@ -225,63 +254,4 @@ func (cs closers) Close() error {
 		errs = append(errs, c.Close())
 	}
 	return errors.Join(errs...)
-}
-
-// resolvedImage is the image as this host runs it.
-type resolvedImage struct {
-	desc      ocispec.Descriptor // the manifest's
-	manifest  ocispec.Manifest
-	config    ocispec.Image
-	osVersion string
-}
-
-// blobReader reads content blobs.
-type blobReader interface {
-	ReadBlob(ctx context.Context, namespace string, desc ocispec.Descriptor) ([]byte, error)
-}
-
-// resolveImage reads target's manifest for host (the best of an index, as
-// the shim picks it) and its config.
-func resolveImage(ctx context.Context, store blobReader, ns string, target ocispec.Descriptor, host winbuild.Version) (resolvedImage, error) {
-	var platformVersion string
-	if images.IsIndexType(target.MediaType) {
-		var index ocispec.Index
-		if err := readJSON(ctx, store, ns, target, &index); err != nil {
-			return resolvedImage{}, fmt.Errorf("read its index: %w", err)
-		}
-		best, err := winbuild.BestManifest(host, pauseArch, index.Manifests)
-		if err != nil {
-			return resolvedImage{}, err
-		}
-		target = best
-		if best.Platform != nil {
-			platformVersion = best.Platform.OSVersion
-		}
-	}
-	if !images.IsManifestType(target.MediaType) {
-		return resolvedImage{}, fmt.Errorf("%s is neither an image index nor a manifest (%s)", target.Digest, target.MediaType)
-	}
-	img := resolvedImage{desc: target}
-	if err := readJSON(ctx, store, ns, target, &img.manifest); err != nil {
-		return resolvedImage{}, fmt.Errorf("read its manifest: %w", err)
-	}
-	if err := readJSON(ctx, store, ns, img.manifest.Config, &img.config); err != nil {
-		return resolvedImage{}, fmt.Errorf("read its config: %w", err)
-	}
-	img.osVersion = img.config.OSVersion
-	if img.osVersion == "" {
-		img.osVersion = platformVersion
-	}
-	return img, nil
-}
-
-func readJSON(ctx context.Context, store blobReader, ns string, desc ocispec.Descriptor, v any) error {
-	b, err := store.ReadBlob(ctx, ns, desc)
-	if err != nil {
-		return fmt.Errorf("%s: %w", desc.Digest, err)
-	}
-	if err := json.Unmarshal(b, v); err != nil {
-		return fmt.Errorf("%s: %w", desc.Digest, err)
-	}
-	return nil
 }

@@ -5,7 +5,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"io"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -13,6 +12,7 @@ import (
 	"strings"
 
 	apitypes "github.com/containerd/containerd/api/types"
+	"github.com/containerd/containerd/v2/core/content"
 	ocispec "github.com/opencontainers/image-spec/specs-go/v1"
 	"google.golang.org/protobuf/proto"
 
@@ -60,10 +60,8 @@ type Containerd interface {
 	RuntimeHandlers(ctx context.Context) ([]string, error)
 	// ImageTarget returns the target of the image record name.
 	ImageTarget(ctx context.Context, namespace, name string) (ocispec.Descriptor, error)
-	// ReadBlob reads a blob of the content store.
-	ReadBlob(ctx context.Context, namespace string, desc ocispec.Descriptor) ([]byte, error)
-	// OpenBlob streams a blob of the content store.
-	OpenBlob(ctx context.Context, namespace string, desc ocispec.Descriptor) (io.ReadCloser, error)
+	// Content is the content store as namespace sees it.
+	Content(namespace string) content.Provider
 	// StatSnapshot reports whether snapshotter has the snapshot key.
 	StatSnapshot(ctx context.Context, namespace, snapshotter, key string) error
 	Close() error

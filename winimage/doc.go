@@ -22,7 +22,8 @@
 // NewIndex combines images for several Windows builds into one index, whose
 // descriptors carry platform.os.version (what containerd and
 // winbuild.BestManifest match on). PauseImage builds the pod infrastructure
-// image with the layout of Kubernetes' Windows pause image.
+// image with the layout of Kubernetes' Windows pause image. Package
+// winimage/resolve reads an image back out of containerd as a host runs it.
 //
 // # Reproducibility
 //

@@ -8,17 +8,16 @@ package imagecheck
 
 import (
 	"context"
-	"encoding/json"
 	"errors"
 	"fmt"
 
 	"github.com/containerd/containerd/v2/core/content"
-	"github.com/containerd/containerd/v2/core/images"
 	"github.com/containerd/errdefs"
 	"github.com/containerd/log"
 	ocispec "github.com/opencontainers/image-spec/specs-go/v1"
 
 	"github.com/winproc/winproc/winbuild"
+	"github.com/winproc/winproc/winimage/resolve"
 )
 
 // Records are the containerd records the check reads: a container's image
@@ -34,12 +33,14 @@ type Records interface {
 // Stores are the containerd services the check reads.
 type Stores struct {
 	Records Records
-	Content content.Store
+	Content content.Provider
 }
 
-// Check looks up container id's image and checks its os.version against
-// host. A container without an image (created from a rootfs only), or an
-// image that declares no os.version, passes with a warning.
+// Check looks up container id's image and checks the Windows build it was
+// made for (its config's os.version, else its index entry's; see package
+// winimage/resolve) against host. A container without an image (created
+// from a rootfs only) passes; an image that is gone, or declares no build,
+// passes with a warning.
 func Check(ctx context.Context, s Stores, host winbuild.Version, id string) error {
 	ref, err := s.Records.ContainerImage(ctx, id)
 	if err != nil {
@@ -56,37 +57,20 @@ func Check(ctx context.Context, s Stores, host winbuild.Version, id string) erro
 	if err != nil {
 		return fmt.Errorf("look up image %s: %w", ref, err)
 	}
-	if images.IsIndexType(target.MediaType) {
-		// Judge the manifest this host would run, not the index's first
-		// windows entry.
-		var index ocispec.Index
-		if err := readJSON(ctx, s.Content, target, &index); err != nil {
-			return fmt.Errorf("read the index of image %s: %w", ref, err)
-		}
-		if target, err = winbuild.BestManifest(host, "amd64", index.Manifests); err != nil {
-			return fmt.Errorf("image %s: %w", ref, err)
-		}
+	// Judge the manifest this host would run, not an index's first windows
+	// entry.
+	img, err := resolve.ForHost(ctx, s.Content, target, host)
+	var blob *resolve.BlobError
+	switch {
+	case errors.As(err, &blob):
+		return fmt.Errorf("read the %s of image %s: %w", blob.Blob, ref, blob.Err)
+	case err != nil:
+		return fmt.Errorf("image %s: %w", ref, err)
 	}
-	var manifest ocispec.Manifest
-	if err := readJSON(ctx, s.Content, target, &manifest); err != nil {
-		return fmt.Errorf("read the manifest of image %s: %w", ref, err)
-	}
-	var config ocispec.Image
-	if err := readJSON(ctx, s.Content, manifest.Config, &config); err != nil {
-		return fmt.Errorf("read the config of image %s: %w", ref, err)
-	}
-	err = winbuild.Check(ref, host, config.OSVersion)
+	err = winbuild.Check(ref, host, img.OSVersion)
 	if errors.Is(err, winbuild.ErrUnknownBuild) {
 		log.G(ctx).WithField("container", id).Warn(err.Error())
 		return nil
 	}
 	return err
-}
-
-func readJSON(ctx context.Context, store content.Store, desc ocispec.Descriptor, v any) error {
-	b, err := content.ReadBlob(ctx, store, desc)
-	if err != nil {
-		return err
-	}
-	return json.Unmarshal(b, v)
 }

@@ -23,7 +23,6 @@ package pauseimage
 
 import (
 	"context"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"strings"
@@ -33,7 +32,6 @@ import (
 	snapshotsapi "github.com/containerd/containerd/api/services/snapshots/v1"
 	"github.com/containerd/containerd/v2/core/content"
 	contentproxy "github.com/containerd/containerd/v2/core/content/proxy"
-	"github.com/containerd/containerd/v2/core/images"
 	"github.com/containerd/containerd/v2/core/leases"
 	leasesproxy "github.com/containerd/containerd/v2/core/leases/proxy"
 	"github.com/containerd/containerd/v2/core/mount"
@@ -46,13 +44,10 @@ import (
 	ocispec "github.com/opencontainers/image-spec/specs-go/v1"
 	"google.golang.org/grpc"
 
-	"github.com/winproc/winproc/shim/imagecheck"
 	"github.com/winproc/winproc/snapshotter/layermount"
 	"github.com/winproc/winproc/winbuild"
+	"github.com/winproc/winproc/winimage/resolve"
 )
-
-// Arch is the CPU architecture of the manifests Prepare considers.
-const Arch = "amd64"
 
 // SandboxLabel is the label of a pause rootfs lease naming its sandbox, so
 // `ctr leases ls` tells what a lease is for.
@@ -115,7 +110,10 @@ func Prepare(ctx context.Context, conn grpc.ClientConnInterface, snapshotter, im
 	// by itself.
 	ctx = namespaces.WithNamespace(ctx, ns)
 
-	img, err := resolve(ctx, imagecheck.Remote(conn), contentproxy.NewContentStore(conn), ns, image, host)
+	target := func(ctx context.Context, name string) (ocispec.Descriptor, error) {
+		return resolve.Target(ctx, conn, name)
+	}
+	img, err := lookup(ctx, target, contentproxy.NewContentStore(conn), ns, image, host)
 	if err != nil {
 		return nil, nil, err
 	}
@@ -166,14 +164,14 @@ func Prepare(ctx context.Context, conn grpc.ClientConnInterface, snapshotter, im
 		Mounts:      mounts,
 		Snapshot:    key,
 		Image:       image,
-		OSVersion:   img.osVersion,
-		Args:        append(append([]string(nil), img.config.Config.Entrypoint...), img.config.Config.Cmd...),
-		ArgsEscaped: img.config.Config.ArgsEscaped,
-		Env:         img.config.Config.Env,
-		WorkingDir:  img.config.Config.WorkingDir,
-		User:        img.config.Config.User,
+		OSVersion:   img.OSVersion,
+		Args:        append(append([]string(nil), img.Config.Config.Entrypoint...), img.Config.Config.Cmd...),
+		ArgsEscaped: img.Config.Config.ArgsEscaped,
+		Env:         img.Config.Config.Env,
+		WorkingDir:  img.Config.Config.WorkingDir,
+		User:        img.Config.Config.User,
 	}
-	if err := checkProgram(ctx, image, r.Args, r.ArgsEscaped, layer.Parents, len(img.config.Config.Entrypoint) == 0); err != nil {
+	if err := checkProgram(ctx, image, r.Args, r.ArgsEscaped, layer.Parents, len(img.Config.Config.Entrypoint) == 0); err != nil {
 		return fail(err)
 	}
 	return r, release, nil
@@ -208,83 +206,46 @@ func Release(ctx context.Context, conn grpc.ClientConnInterface, snapshotter, sa
 	return nil
 }
 
-// imageTarget looks up an image record's target.
-type imageTarget interface {
-	ImageTarget(ctx context.Context, name string) (ocispec.Descriptor, error)
-}
-
-// resolved is the image as this host runs it.
-type resolved struct {
-	manifest  ocispec.Descriptor
-	config    ocispec.Image
-	osVersion string
+// pauseImage is the pause image as this host runs it.
+type pauseImage struct {
+	resolve.Image
 	// chainID is the key of the image's top layer snapshot.
 	chainID digest.Digest
 }
 
-// resolve reads image's manifest for this host and its config, and checks
-// that host can run it.
-func resolve(ctx context.Context, records imageTarget, store content.Provider, ns, image string, host winbuild.Version) (resolved, error) {
-	target, err := records.ImageTarget(ctx, image)
+// lookup finds image in containerd through target, reads its manifest for
+// this host and its config from store, and checks that host can run it.
+func lookup(ctx context.Context, target func(ctx context.Context, name string) (ocispec.Descriptor, error), store content.Provider, ns, image string, host winbuild.Version) (pauseImage, error) {
+	desc, err := target(ctx, image)
 	if errdefs.IsNotFound(err) {
-		return resolved{}, imageNotFound(image, ns)
+		return pauseImage{}, imageNotFound(image, ns)
 	}
 	if err != nil {
-		return resolved{}, fmt.Errorf("pause image %q: look it up: %w", image, err)
+		return pauseImage{}, fmt.Errorf("pause image %q: look it up: %w", image, err)
 	}
-	var platformVersion string
-	if images.IsIndexType(target.MediaType) {
-		var index ocispec.Index
-		if err := readJSON(ctx, store, target, &index); err != nil {
-			return resolved{}, contentError(image, ns, "index", target, err)
-		}
-		if target, err = winbuild.BestManifest(host, Arch, index.Manifests); err != nil {
-			return resolved{}, fmt.Errorf("pause image %q: %w", image, err)
-		}
-		if target.Platform != nil {
-			platformVersion = target.Platform.OSVersion
-		}
+	img, err := resolve.ForHost(ctx, store, desc, host)
+	var blob *resolve.BlobError
+	if errors.As(err, &blob) && errdefs.IsNotFound(blob.Err) {
+		return pauseImage{}, notInContent(image, ns, blob)
 	}
-	if !images.IsManifestType(target.MediaType) {
-		return resolved{}, fmt.Errorf("pause image %q: %s is neither an image index nor a manifest (%s): %w", image, target.Digest, target.MediaType, errdefs.ErrNotImplemented)
+	if err != nil {
+		return pauseImage{}, fmt.Errorf("pause image %q: %w", image, err)
 	}
-	var manifest ocispec.Manifest
-	if err := readJSON(ctx, store, target, &manifest); err != nil {
-		return resolved{}, contentError(image, ns, "manifest", target, err)
-	}
-	var config ocispec.Image
-	if err := readJSON(ctx, store, manifest.Config, &config); err != nil {
-		return resolved{}, contentError(image, ns, "config", manifest.Config, err)
-	}
+	config := img.Config
 	if config.OS != "" && !strings.EqualFold(config.OS, "windows") {
-		return resolved{}, fmt.Errorf("pause image %q is a %s/%s image; a Windows pod needs a Windows pause image (set pause_image in the runtime handler's options): %w",
+		return pauseImage{}, fmt.Errorf("pause image %q is a %s/%s image; a Windows pod needs a Windows pause image (set pause_image in the runtime handler's options): %w",
 			image, config.OS, config.Architecture, errdefs.ErrFailedPrecondition)
 	}
-	osVersion := config.OSVersion
-	if osVersion == "" {
-		osVersion = platformVersion // the index's word for it
-	}
-	err = winbuild.Check(image, host, osVersion)
+	err = winbuild.Check(image, host, img.OSVersion)
 	if errors.Is(err, winbuild.ErrUnknownBuild) {
 		log.G(ctx).WithField("image", image).Warn(err.Error())
 	} else if err != nil {
-		return resolved{}, err
+		return pauseImage{}, err
 	}
 	if len(config.RootFS.DiffIDs) == 0 {
-		return resolved{}, fmt.Errorf("pause image %q has no layers: %w", image, errdefs.ErrFailedPrecondition)
+		return pauseImage{}, fmt.Errorf("pause image %q has no layers: %w", image, errdefs.ErrFailedPrecondition)
 	}
-	return resolved{manifest: target, config: config, osVersion: osVersion, chainID: identity.ChainID(config.RootFS.DiffIDs)}, nil
-}
-
-func readJSON(ctx context.Context, store content.Provider, desc ocispec.Descriptor, v any) error {
-	b, err := content.ReadBlob(ctx, store, desc)
-	if err != nil {
-		return err
-	}
-	if err := json.Unmarshal(b, v); err != nil {
-		return fmt.Errorf("%s: %v: %w", desc.Digest, err, errdefs.ErrInvalidArgument)
-	}
-	return nil
+	return pauseImage{Image: img, chainID: identity.ChainID(config.RootFS.DiffIDs)}, nil
 }
 
 // The messages of the errors a user can act on.
@@ -294,12 +255,9 @@ func imageNotFound(image, ns string) error {
 		image, ns, image, ns, errdefs.ErrNotFound)
 }
 
-func contentError(image, ns, what string, desc ocispec.Descriptor, err error) error {
-	if errdefs.IsNotFound(err) {
-		return fmt.Errorf("pause image %q: its %s %s is not in containerd's content store (namespace %s): pull the image again for windows/amd64 (crictl pull %s): %w",
-			image, what, desc.Digest, ns, image, errdefs.ErrNotFound)
-	}
-	return fmt.Errorf("pause image %q: read its %s %s: %w", image, what, desc.Digest, err)
+func notInContent(image, ns string, blob *resolve.BlobError) error {
+	return fmt.Errorf("pause image %q: its %s %s is not in containerd's content store (namespace %s): pull the image again for windows/amd64 (crictl pull %s): %w",
+		image, blob.Blob, blob.Desc.Digest, ns, image, errdefs.ErrNotFound)
 }
 
 func notUnpacked(image, ns, snapshotter, chainID string) error {

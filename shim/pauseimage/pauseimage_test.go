@@ -56,7 +56,7 @@ func image(t *testing.T, store content.Store, os, osVersion string) ocispec.Desc
 	return m
 }
 
-func TestResolve(t *testing.T) {
+func TestLookup(t *testing.T) {
 	ctx := context.Background()
 	store, err := local.NewStore(t.TempDir())
 	if err != nil {
@@ -109,10 +109,10 @@ func TestResolve(t *testing.T) {
 	}
 	for _, tc := range tests {
 		t.Run(tc.image, func(t *testing.T) {
-			got, err := resolve(ctx, recs, store, "k8s.io", tc.image, host)
+			got, err := lookup(ctx, recs.ImageTarget, store, "k8s.io", tc.image, host)
 			if tc.is != nil {
 				if !tc.is(err) {
-					t.Fatalf("resolve = %v", err)
+					t.Fatalf("lookup = %v", err)
 				}
 				if tc.msg != "" && err.Error() != tc.msg {
 					t.Errorf("message\n%s\nwant\n%s", err, tc.msg)
@@ -120,13 +120,13 @@ func TestResolve(t *testing.T) {
 				return
 			}
 			if err != nil {
-				t.Fatalf("resolve: %v", err)
+				t.Fatalf("lookup: %v", err)
 			}
-			if tc.manifest != "" && got.manifest.Digest != tc.manifest {
-				t.Errorf("manifest %s, want %s", got.manifest.Digest, tc.manifest)
+			if tc.manifest != "" && got.Desc.Digest != tc.manifest {
+				t.Errorf("manifest %s, want %s", got.Desc.Digest, tc.manifest)
 			}
-			if got.osVersion != tc.osVersion {
-				t.Errorf("os.version %q, want %q", got.osVersion, tc.osVersion)
+			if got.OSVersion != tc.osVersion {
+				t.Errorf("os.version %q, want %q", got.OSVersion, tc.osVersion)
 			}
 			if want := identity.ChainID(diffIDs); got.chainID != want {
 				t.Errorf("chain ID %s, want %s", got.chainID, want)
@@ -135,10 +135,10 @@ func TestResolve(t *testing.T) {
 	}
 
 	var mismatch *winbuild.MismatchError
-	if _, err := resolve(ctx, recs, store, "k8s.io", "pause:2019", host); !errors.As(err, &mismatch) {
+	if _, err := lookup(ctx, recs.ImageTarget, store, "k8s.io", "pause:2019", host); !errors.As(err, &mismatch) {
 		t.Errorf("an ltsc2019 image's error is not winbuild's: %v", err)
 	}
-	if _, err := resolve(ctx, recs, store, "k8s.io", "pause:onlylinux", host); err == nil || !strings.HasPrefix(err.Error(), `pause image "pause:onlylinux": no manifest for windows/amd64`) {
+	if _, err := lookup(ctx, recs.ImageTarget, store, "k8s.io", "pause:onlylinux", host); err == nil || !strings.HasPrefix(err.Error(), `pause image "pause:onlylinux": no manifest for windows/amd64`) {
 		t.Errorf("index without a Windows manifest: %v", err)
 	}
 }
