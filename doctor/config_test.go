@@ -280,8 +280,8 @@ func TestDoctorShimOptions(t *testing.T) {
 	if err != nil || o.PauseImage != options.DefaultPauseImage {
 		t.Errorf("no options: %+v, %v; want the default pause image", o, err)
 	}
-	o, err = Runtime{Options: map[string]any{"pause_image": "p:1", "scratch_size_bytes": int64(1 << 30)}}.ShimOptions()
-	if err != nil || o.PauseImage != "p:1" || o.ScratchSizeBytes != 1<<30 {
+	o, err = Runtime{Options: map[string]any{"pause_image": "p:1", "host_build": "10.0.17763"}}.ShimOptions()
+	if err != nil || o.PauseImage != "p:1" || o.HostBuild != "10.0.17763" {
 		t.Errorf("options: %+v, %v", o, err)
 	}
 	if _, err := (Runtime{Options: map[string]any{"pause_imag": "typo"}}).ShimOptions(); err == nil {

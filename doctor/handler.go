@@ -111,7 +111,7 @@ func (d *run) checkHandler() {
 	pauseNote := "pause_image " + d.shimOpts.PauseImage
 	if d.shimOptsErr != nil {
 		problems = append(problems, issue{Fail, fmt.Sprintf("the shim refuses the handler's options: %v", d.shimOptsErr),
-			[]string{fmt.Sprintf("correct or remove the key in [%s.options] (known: pause_image, scratch_size_bytes, wine_template_prefix, host_build), then %s", table, d.restartHint())}})
+			[]string{fmt.Sprintf("correct or remove the key in [%s.options] (known: pause_image, wine_template_prefix, host_build), then %s", table, d.restartHint())}})
 	} else {
 		if asString(d.rt.Options["pause_image"]) == "" {
 			pauseNote += " (default)"

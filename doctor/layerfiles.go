@@ -6,6 +6,8 @@ import (
 	"fmt"
 	"io"
 	"strings"
+
+	"github.com/winproc/winproc/snapshotter/layermount"
 )
 
 // FileState is what the layers of an image say about a file.
@@ -32,10 +34,6 @@ func (s FileState) String() string {
 	}
 	return "absent"
 }
-
-// layerFilesDir is the top directory of a Windows layer tar holding the
-// layer's C:\ tree.
-const layerFilesDir = "Files"
 
 const (
 	whiteoutPrefix = ".wh."
@@ -127,7 +125,7 @@ func scanLayer(i int, open LayerOpener, want map[string][]string) (map[string]Fi
 		}
 		name := strings.TrimRight(strings.TrimPrefix(h.Name, "./"), "/")
 		top, rel, ok := strings.Cut(name, "/")
-		if !ok || !strings.EqualFold(top, layerFilesDir) || rel == "" {
+		if !ok || !strings.EqualFold(top, layermount.FilesDir) || rel == "" {
 			continue
 		}
 		comps := splitLower(rel)

@@ -12,6 +12,8 @@ import (
 	"github.com/Microsoft/go-winio"
 	"github.com/Microsoft/hcsshim"
 	"github.com/Microsoft/hcsshim/pkg/ociwclayer"
+
+	"github.com/winproc/winproc/snapshotter/layermount"
 )
 
 // On Windows the layer operations are HCS's, as in containerd's windows
@@ -25,13 +27,13 @@ func driverInfo(dir string) (hcsshim.DriverInfo, string) {
 
 func createScratch(ctx context.Context, dir string, parents []string, size uint64) error {
 	base := parents[len(parents)-1]
-	if err := copyFile(filepath.Join(base, "blank.vhdx"), filepath.Join(dir, "sandbox.vhdx")); err != nil {
+	if err := copyFile(filepath.Join(base, layermount.BlankVHDX), filepath.Join(dir, layermount.SandboxVHDX)); err != nil {
 		return err
 	}
 	if size > 0 {
 		info, id := driverInfo(dir)
 		if err := hcsshim.ExpandSandboxSize(info, id, size); err != nil {
-			return fmt.Errorf("grow sandbox.vhdx to %d bytes: %w", size, err)
+			return fmt.Errorf("grow %s to %d bytes: %w", layermount.SandboxVHDX, size, err)
 		}
 	}
 	return nil

@@ -13,11 +13,13 @@
 // An active or view snapshot with parents gets a scratch: on Windows
 // sandbox.vhdx copied from the base layer's blank.vhdx, in the Linux
 // emulation a writable upper directory. Every snapshot is handed out as one
-// windows-layer mount (see package layermount).
+// windows-layer mount; package layermount owns that mount and the names
+// above.
 //
 // The platform-specific work (HCS layer calls on Windows, plain directories
-// in the emulation) lives behind five functions in layer_*.go; everything
-// else here is shared and tested on Linux.
+// in the emulation) lives behind four functions in layer_*.go (createScratch,
+// commitLayer, destroyLayer, deactivateLayer); everything else here is
+// shared and tested on Linux.
 package snapshotter
 
 import (
@@ -80,7 +82,7 @@ func New(ctx context.Context, root string) (*Snapshotter, error) {
 }
 
 func open(ctx context.Context, root string, layers layerOps) (*Snapshotter, error) {
-	if err := os.MkdirAll(filepath.Join(root, "snapshots"), 0o700); err != nil {
+	if err := os.MkdirAll(layermount.SnapshotsDir(root), 0o700); err != nil {
 		return nil, fmt.Errorf("create snapshotter root %s: %w", root, err)
 	}
 	ms, err := storage.NewMetaStore(filepath.Join(root, "metadata.db"))
@@ -98,7 +100,7 @@ func open(ctx context.Context, root string, layers layerOps) (*Snapshotter, erro
 func (s *Snapshotter) Root() string { return s.root }
 
 func (s *Snapshotter) dir(id string) string {
-	return filepath.Join(s.root, "snapshots", id)
+	return filepath.Join(layermount.SnapshotsDir(s.root), id)
 }
 
 func (s *Snapshotter) dirs(ids []string) []string {
@@ -221,8 +223,8 @@ func (s *Snapshotter) create(ctx context.Context, kind snapshots.Kind, key, pare
 			return nil
 		case len(sn.ParentIDs) == 0:
 			// A new base layer: valid base layers have Files\.
-			if err := os.Mkdir(filepath.Join(dir, "Files"), 0o700); err != nil {
-				return fmt.Errorf("create Files in snapshot %s: %w", key, err)
+			if err := os.Mkdir(filepath.Join(dir, layermount.FilesDir), 0o700); err != nil {
+				return fmt.Errorf("create %s in snapshot %s: %w", layermount.FilesDir, key, err)
 			}
 			return nil
 		}
@@ -380,7 +382,7 @@ func (s *Snapshotter) Cleanup(ctx context.Context) error {
 		if err != nil {
 			return fmt.Errorf("list snapshots: %w", err)
 		}
-		entries, err := os.ReadDir(filepath.Join(s.root, "snapshots"))
+		entries, err := os.ReadDir(layermount.SnapshotsDir(s.root))
 		if err != nil {
 			return fmt.Errorf("list snapshot directories: %w", err)
 		}

@@ -13,7 +13,7 @@ import (
 
 func TestGenerateWindowsNode(t *testing.T) {
 	n := Windows()
-	n.Options = options.Options{PauseImage: "example/pause:ltsc2022", ScratchSizeBytes: 1 << 30}
+	n.Options = options.Options{PauseImage: "example/pause:ltsc2022"}
 	out, err := Generate(n)
 	if err != nil {
 		t.Fatal(err)
@@ -37,7 +37,6 @@ func TestGenerateWindowsNode(t *testing.T) {
 		{[]string{"plugins", "io.containerd.cri.v1.runtime", "containerd", "runtimes", "winproc", "sandboxer"}, "shim"},
 		{[]string{"plugins", "io.containerd.cri.v1.runtime", "containerd", "runtimes", "winproc", "snapshotter"}, "windowsfilter"},
 		{[]string{"plugins", "io.containerd.cri.v1.runtime", "containerd", "runtimes", "winproc", "options", "pause_image"}, "example/pause:ltsc2022"},
-		{[]string{"plugins", "io.containerd.cri.v1.runtime", "containerd", "runtimes", "winproc", "options", "scratch_size_bytes"}, int64(1 << 30)},
 		{[]string{"plugins", "io.containerd.cri.v1.images", "runtime_platforms", "winproc", "platform"}, "windows/amd64"},
 		{[]string{"plugins", "io.containerd.cri.v1.images", "runtime_platforms", "winproc", "snapshotter"}, "windowsfilter"},
 	}

@@ -70,7 +70,9 @@ type ProcessDumps struct {
 	Count int32
 }
 
-// Layers is a container's layer stack.
+// Layers is a container's layer stack. specconv.FromSpec decodes and
+// checks it (absolute, distinct paths, at least one parent); the backends
+// check only what they need of the directories themselves.
 type Layers struct {
 	// Scratch is the container's own read-write layer directory.
 	Scratch string

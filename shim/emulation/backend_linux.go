@@ -143,7 +143,9 @@ func (b *Backend) register(s *system) { b.reaper.acquire(s) }
 
 func (b *Backend) forget(s *system) { b.reaper.release(s) }
 
-// checkSettings refuses what the emulation cannot do at all.
+// checkSettings refuses what the emulation cannot do at all. The layer
+// stack was checked by the translation (specconv); what the emulation
+// needs of the layer directories themselves, driveC checks.
 func checkSettings(ctx context.Context, s *compute.Settings) error {
 	if len(s.MappedPipes) > 0 {
 		return errNotSupported("emulation: mapped named pipes (%s): Wine's named pipes do not reach the host's", s.MappedPipes[0].HostPath)
@@ -154,11 +156,23 @@ func checkSettings(ctx context.Context, s *compute.Settings) error {
 	if s.CredentialSpec != "" {
 		return errNotSupported("emulation: gMSA credential specs")
 	}
-	if len(s.Layers.Parents) == 0 {
-		return errInvalid("emulation: no parent layer")
+	// Mapped directories: only on C:, and the host side must exist.
+	for _, m := range s.MappedDirectories {
+		comps, err := cPath(m.ContainerPath)
+		if err != nil {
+			return fmt.Errorf("emulation: mapped directory %s: %w", m.HostPath, err)
+		}
+		if len(comps) == 0 {
+			return errNotSupported("emulation: mapped directory %s onto the whole C: drive", m.HostPath)
+		}
+		if !filepath.IsAbs(m.HostPath) {
+			return errInvalid("emulation: mapped directory %q: the host path must be absolute", m.HostPath)
+		}
 	}
-	if s.Layers.Scratch == "" {
-		return errInvalid("emulation: no scratch layer")
+	if isNetNSPath(s.Network.Namespace) {
+		if _, err := os.Stat(s.Network.Namespace); err != nil {
+			return errInvalid("emulation: network namespace: %v", err)
+		}
 	}
 	var ignored []string
 	if u := unenforced(s.Resources, v1Hierarchies()); len(u) > 0 {
@@ -182,6 +196,37 @@ func checkSettings(ctx context.Context, s *compute.Settings) error {
 	return nil
 }
 
+// overlay is the directories of an overlay mount.
+type overlay struct {
+	lowers      []string
+	upper, work string
+}
+
+// driveC is the overlay of drive C:: the parents' Files directories over
+// the template's drive_c, with the scratch's upper and work directories.
+// They must be there: the overlay would refuse them too, less clearly.
+func (b *Backend) driveC(l compute.Layers) (overlay, error) {
+	o := overlay{
+		upper: filepath.Join(l.Scratch, layermount.ScratchUpper),
+		work:  filepath.Join(l.Scratch, layermount.ScratchWork),
+	}
+	for _, d := range []string{o.upper, o.work} {
+		if err := isDir(d); err != nil {
+			return overlay{}, fmt.Errorf("emulation: scratch layer: %w", err)
+		}
+	}
+	o.lowers = make([]string, 0, len(l.Parents)+1)
+	for _, p := range l.Parents {
+		f := filepath.Join(p, layermount.FilesDir)
+		if err := isDir(f); err != nil {
+			return overlay{}, fmt.Errorf("emulation: parent layer: %w", err)
+		}
+		o.lowers = append(o.lowers, f)
+	}
+	o.lowers = append(o.lowers, filepath.Join(b.template, "drive_c"))
+	return o, nil
+}
+
 // Create creates the system: its directory Root/<id>, the prefix overlay,
 // the C: overlay, the dosdevices link and the mapped directories, recorded
 // in state.json. On failure everything made so far is undone.
@@ -199,36 +244,9 @@ func (b *Backend) Create(ctx context.Context, id string, s *compute.Settings) (_
 	if err := checkSettings(ctx, s); err != nil {
 		return nil, err
 	}
-	// The layers must be there: the overlay would refuse them too, less
-	// clearly.
-	upper := filepath.Join(s.Layers.Scratch, layermount.ScratchUpper)
-	work := filepath.Join(s.Layers.Scratch, layermount.ScratchWork)
-	for _, d := range []string{upper, work} {
-		if err := isDir(d); err != nil {
-			return nil, fmt.Errorf("emulation: scratch layer: %w", err)
-		}
-	}
-	lowers := make([]string, 0, len(s.Layers.Parents)+1)
-	for _, p := range s.Layers.Parents {
-		f := filepath.Join(p, "Files")
-		if err := isDir(f); err != nil {
-			return nil, fmt.Errorf("emulation: parent layer: %w", err)
-		}
-		lowers = append(lowers, f)
-	}
-	lowers = append(lowers, filepath.Join(b.template, "drive_c"))
-	// Mapped directories: only on C:, and the host side must exist.
-	for _, m := range s.MappedDirectories {
-		comps, err := cPath(m.ContainerPath)
-		if err != nil {
-			return nil, fmt.Errorf("emulation: mapped directory %s: %w", m.HostPath, err)
-		}
-		if len(comps) == 0 {
-			return nil, errNotSupported("emulation: mapped directory %s onto the whole C: drive", m.HostPath)
-		}
-		if !filepath.IsAbs(m.HostPath) {
-			return nil, errInvalid("emulation: mapped directory %q: the host path must be absolute", m.HostPath)
-		}
+	drive, err := b.driveC(s.Layers)
+	if err != nil {
+		return nil, err
 	}
 
 	if err := os.Mkdir(dir, 0o700); err != nil {
@@ -246,9 +264,6 @@ func (b *Backend) Create(ctx context.Context, id string, s *compute.Settings) (_
 		Resources:      s.Resources,
 	}
 	if isNetNSPath(s.Network.Namespace) {
-		if _, err := os.Stat(s.Network.Namespace); err != nil {
-			return nil, errInvalid("emulation: network namespace: %v", err)
-		}
 		st.NetNS = s.Network.Namespace
 	}
 	defer func() {
@@ -258,27 +273,46 @@ func (b *Backend) Create(ctx context.Context, id string, s *compute.Settings) (_
 			}
 		}
 	}()
-	if b.cgroups != nil {
-		st.Cgroup = b.cgroups.siloOf(dir)
-		if err := makeCgroup(st.Cgroup); err != nil {
-			return nil, fmt.Errorf("emulation: system %s: %w", id, err)
-		}
-	}
-	if resourcesSet(s.Resources) {
-		st.LimitCgroups, err = makeLimitCgroups(dir)
-		if err == nil {
-			err = applyLimits(s.Resources, st.LimitCgroups, b.HostCPUs())
-		}
-		if err != nil {
-			return nil, fmt.Errorf("emulation: system %s: %w", id, err)
-		}
+	if err := b.makeCgroups(dir, st); err != nil {
+		return nil, fmt.Errorf("emulation: system %s: %w", id, err)
 	}
 	if err := saveState(dir, st); err != nil {
 		return nil, err
 	}
+	if err := b.mountSilo(ctx, dir, st, drive); err != nil {
+		return nil, err
+	}
+	sys := newSystem(b, id, dir, st, false)
+	b.register(sys)
+	return sys, nil
+}
+
+// makeCgroups makes the silo's cgroup, where the machine has one for
+// silos, and the cgroups enforcing its limits, recording them in st.
+func (b *Backend) makeCgroups(dir string, st *persisted) error {
+	if b.cgroups != nil {
+		st.Cgroup = b.cgroups.siloOf(dir)
+		if err := makeCgroup(st.Cgroup); err != nil {
+			return err
+		}
+	}
+	if !resourcesSet(st.Resources) {
+		return nil
+	}
+	var err error
+	if st.LimitCgroups, err = makeLimitCgroups(dir); err != nil {
+		return err
+	}
+	return applyLimits(st.Resources, st.LimitCgroups, b.HostCPUs())
+}
+
+// mountSilo mounts the system's prefix and drive C:, points the prefix's
+// c: at the drive and binds the mapped directories onto it, recording
+// every mount in state.json as it is made, so a teardown finds them.
+func (b *Backend) mountSilo(ctx context.Context, dir string, st *persisted, drive overlay) error {
 	for _, d := range []string{prefixUpper, prefixWork, prefixDir, cDir} {
 		if err := os.Mkdir(filepath.Join(dir, d), 0o700); err != nil {
-			return nil, fmt.Errorf("emulation: %w", err)
+			return fmt.Errorf("emulation: %w", err)
 		}
 	}
 	prefix, cdir := filepath.Join(dir, prefixDir), filepath.Join(dir, cDir)
@@ -288,53 +322,50 @@ func (b *Backend) Create(ctx context.Context, id string, s *compute.Settings) (_
 	}
 
 	if err := ctx.Err(); err != nil {
-		return nil, err
+		return err
 	}
 	if err := mountOverlay(prefix, []string{b.template}, filepath.Join(dir, prefixUpper), filepath.Join(dir, prefixWork)); err != nil {
-		return nil, fmt.Errorf("emulation: prefix: %w", err)
+		return fmt.Errorf("emulation: prefix: %w", err)
 	}
 	if err := mounted(prefix); err != nil {
-		return nil, err
+		return err
 	}
-	if err := mountOverlay(cdir, lowers, upper, work); err != nil {
-		return nil, fmt.Errorf("emulation: drive C: %w", err)
+	if err := mountOverlay(cdir, drive.lowers, drive.upper, drive.work); err != nil {
+		return fmt.Errorf("emulation: drive C: %w", err)
 	}
 	if err := mounted(cdir); err != nil {
-		return nil, err
+		return err
 	}
 	// The prefix's c: is the layers' union, not the template's drive_c.
 	link := filepath.Join(prefix, "dosdevices", "c:")
 	if err := os.Remove(link); err != nil && !errors.Is(err, fs.ErrNotExist) {
-		return nil, fmt.Errorf("emulation: %w", err)
+		return fmt.Errorf("emulation: %w", err)
 	}
 	if err := os.Symlink(filepath.Join("..", "..", cDir), link); err != nil {
-		return nil, fmt.Errorf("emulation: %w", err)
+		return fmt.Errorf("emulation: %w", err)
 	}
 
-	for _, m := range s.MappedDirectories {
+	for _, m := range st.Mapped {
 		if err := ctx.Err(); err != nil {
-			return nil, err
+			return err
 		}
 		fi, err := os.Stat(m.HostPath)
 		if err != nil {
-			return nil, fmt.Errorf("emulation: mapped directory: %w", err)
+			return fmt.Errorf("emulation: mapped directory: %w", err)
 		}
 		comps, _ := cPath(m.ContainerPath)
 		target, err := mkdirFold(cdir, comps, !fi.IsDir())
 		if err != nil {
-			return nil, fmt.Errorf("emulation: mapped directory %s: %w", m.ContainerPath, err)
+			return fmt.Errorf("emulation: mapped directory %s: %w", m.ContainerPath, err)
 		}
 		if err := bindMount(m.HostPath, target, m.ReadOnly); err != nil {
-			return nil, fmt.Errorf("emulation: mapped directory %s: %w", m.ContainerPath, err)
+			return fmt.Errorf("emulation: mapped directory %s: %w", m.ContainerPath, err)
 		}
 		if err := mounted(target); err != nil {
-			return nil, err
+			return err
 		}
 	}
-
-	sys := newSystem(b, id, dir, st, false)
-	b.register(sys)
-	return sys, nil
+	return nil
 }
 
 // Open attaches to the system id made by this or an earlier process: the

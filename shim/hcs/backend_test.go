@@ -155,7 +155,9 @@ func TestCreateRefusesBeforeTouchingLayers(t *testing.T) {
 		called []string
 	}{
 		{"bad id", `a\b`, func(*fakeAPI, *compute.Settings) {}, errdefs.IsInvalidArgument, nil},
-		{"no layers", "c", func(_ *fakeAPI, s *compute.Settings) { s.Layers.Parents = nil }, errdefs.IsInvalidArgument, nil},
+		// The translation refuses a spec without layers; the document
+		// refuses settings without them.
+		{"no layers", "c", func(_ *fakeAPI, s *compute.Settings) { s.Layers.Parents = nil }, errdefs.IsInvalidArgument, []string{"open c", `resolve C:\data`}},
 		{"affinity in two groups before Windows Server 2022", "c", func(a *fakeAPI, s *compute.Settings) {
 			a.build = 17763
 			s.Resources.CPUAffinity = []compute.CPUGroupAffinity{{Mask: 1}, {Mask: 1, Group: 1}}

@@ -15,21 +15,12 @@ import (
 const Owner = "winproc"
 
 // checkSettings refuses what this host's Windows build cannot do, before
-// anything is touched. hostBuild is osversion.Build().
+// anything is touched. hostBuild is osversion.Build(). The layer stack was
+// checked by the translation (specconv); the container document refuses a
+// storage without layers (containerDocument).
 func checkSettings(s *compute.Settings, hostBuild uint16) error {
 	if s == nil {
 		return invalid("the compute system settings are missing")
-	}
-	if s.Layers.Scratch == "" {
-		return invalid("the container has no scratch layer")
-	}
-	if len(s.Layers.Parents) == 0 {
-		return invalid("the container has no image layers: a process-isolated container needs at least its base layer")
-	}
-	for i, p := range s.Layers.Parents {
-		if p == "" {
-			return invalid("image layer %d has an empty path", i)
-		}
 	}
 	if hostBuild < osversion.RS5 {
 		return notSupported("winproc needs Windows build %d (1809, Windows Server 2019) or later, where HCS takes schema-v2 documents; this host is build %d", osversion.RS5, hostBuild)

@@ -57,9 +57,6 @@ func TestCheckSettings(t *testing.T) {
 		class  func(error) bool
 	}{
 		{"valid", func(*compute.Settings) {}, 20348, nil},
-		{"no scratch", func(s *compute.Settings) { s.Layers.Scratch = "" }, 20348, errdefs.IsInvalidArgument},
-		{"no parents", func(s *compute.Settings) { s.Layers.Parents = nil }, 20348, errdefs.IsInvalidArgument},
-		{"empty parent", func(s *compute.Settings) { s.Layers.Parents = []string{`C:\a`, ""} }, 20348, errdefs.IsInvalidArgument},
 		{"1809", func(*compute.Settings) {}, 17763, nil},
 		{"before 1809", func(*compute.Settings) {}, 17134, errdefs.IsNotImplemented},
 		{"affinity in group 0 on 1809", func(s *compute.Settings) {

@@ -3,10 +3,14 @@
 //
 //	[plugins.'io.containerd.cri.v1.runtime'.containerd.runtimes.winproc.options]
 //	  pause_image = "registry.example/pause:ltsc2022"
-//	  scratch_size_bytes = 21474836480
 //
 // containerd does not know our runtime type, so it passes the table on as a
 // runtimeoptions.v1.Options whose ConfigBody holds it as TOML.
+//
+// There is no scratch size option: a container's scratch size comes with
+// the container, as CRI's rootfs_size_in_bytes, which containerd passes to
+// the snapshotter as the containerd.io/snapshot/windows/rootfs.sizebytes
+// label, or as the spec's windows.resources.storage.sandboxSize.
 package options
 
 import (
@@ -26,9 +30,6 @@ type Options struct {
 	// PauseImage is the image of the pod's infrastructure container when
 	// the shim owns the pod (sandboxer = "shim").
 	PauseImage string `toml:"pause_image,omitempty"`
-	// ScratchSizeBytes is the size of each container's scratch layer; 0
-	// keeps the base layer's default (20 GB on Windows).
-	ScratchSizeBytes uint64 `toml:"scratch_size_bytes,omitempty"`
 	// WineTemplatePrefix is, for the Linux emulation backend only, the Wine
 	// prefix every compute system's prefix is an overlay of.
 	WineTemplatePrefix string `toml:"wine_template_prefix,omitempty"`

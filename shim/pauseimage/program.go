@@ -14,11 +14,8 @@ import (
 
 	"github.com/winproc/winproc/internal/wincmdline"
 	"github.com/winproc/winproc/shim/winpath"
+	"github.com/winproc/winproc/snapshotter/layermount"
 )
-
-// filesDir is the directory of a windowsfilter layer holding the layer's
-// C:\ tree.
-const filesDir = "Files"
 
 // errUnverifiable marks a program path the layers cannot answer for.
 var errUnverifiable = errors.New("cannot be checked in the image layers")
@@ -78,7 +75,7 @@ func checkProgram(ctx context.Context, image string, args []string, escaped bool
 func findFile(layers []string, components []string) error {
 	path := strings.Join(components, `\`)
 	for _, layer := range layers {
-		found, stop, err := findInLayer(filepath.Join(layer, filesDir), components)
+		found, stop, err := findInLayer(filepath.Join(layer, layermount.FilesDir), components)
 		if err != nil {
 			return fmt.Errorf("C:\\%s in layer %s: %w", path, layer, err)
 		}

@@ -12,6 +12,7 @@ import (
 	"github.com/containerd/errdefs"
 
 	"github.com/winproc/winproc/shim/winpath"
+	"github.com/winproc/winproc/snapshotter/layermount"
 )
 
 // layers makes layer directories, nearest first, each with the files
@@ -23,11 +24,11 @@ func layers(t *testing.T, trees ...[]string) []string {
 	var dirs []string
 	for i, files := range trees {
 		dir := filepath.Join(root, string(rune('a'+i)))
-		if err := os.MkdirAll(filepath.Join(dir, filesDir), 0o755); err != nil {
+		if err := os.MkdirAll(filepath.Join(dir, layermount.FilesDir), 0o755); err != nil {
 			t.Fatal(err)
 		}
 		for _, f := range files {
-			p := filepath.Join(dir, filesDir, filepath.FromSlash(f))
+			p := filepath.Join(dir, layermount.FilesDir, filepath.FromSlash(f))
 			if f[len(f)-1] == '/' {
 				if err := os.MkdirAll(p, 0o755); err != nil {
 					t.Fatal(err)
@@ -81,14 +82,14 @@ func TestFindFile(t *testing.T) {
 
 func TestFindFileLink(t *testing.T) {
 	dirs := layers(t, []string{"real/pause.exe"})
-	if err := os.Symlink("real", filepath.Join(dirs[0], filesDir, "link")); err != nil {
+	if err := os.Symlink("real", filepath.Join(dirs[0], layermount.FilesDir, "link")); err != nil {
 		t.Fatal(err)
 	}
 	if err := findFile(dirs, []string{"link", "pause.exe"}); !errors.Is(err, errUnverifiable) {
 		t.Fatalf("findFile through a link = %v, want unverifiable", err)
 	}
 	// A link as the program itself is a program.
-	if err := os.Symlink("real/pause.exe", filepath.Join(dirs[0], filesDir, "p.exe")); err != nil {
+	if err := os.Symlink("real/pause.exe", filepath.Join(dirs[0], layermount.FilesDir, "p.exe")); err != nil {
 		t.Fatal(err)
 	}
 	if err := findFile(dirs, []string{"p.exe"}); err != nil {
@@ -112,42 +113,42 @@ func TestFindFileWhiteouts(t *testing.T) {
 
 	t.Run("whiteout of the file", func(t *testing.T) {
 		dirs := layers(t, []string{"other.exe"}, []string{"pause.exe"})
-		mknodWhiteout(t, filepath.Join(dirs[0], filesDir, "pause.exe"))
+		mknodWhiteout(t, filepath.Join(dirs[0], layermount.FilesDir, "pause.exe"))
 		if err := findFile(dirs, []string{"pause.exe"}); !errors.Is(err, fs.ErrNotExist) {
 			t.Fatalf("findFile = %v, want not found", err)
 		}
 	})
 	t.Run("whiteout of the file in another case", func(t *testing.T) {
 		dirs := layers(t, []string{"other.exe"}, []string{"pause.exe"})
-		mknodWhiteout(t, filepath.Join(dirs[0], filesDir, "Pause.exe"))
+		mknodWhiteout(t, filepath.Join(dirs[0], layermount.FilesDir, "Pause.exe"))
 		if err := findFile(dirs, []string{"pause.exe"}); !errors.Is(err, fs.ErrNotExist) {
 			t.Fatalf("findFile = %v, want not found", err)
 		}
 	})
 	t.Run("whiteout of a directory", func(t *testing.T) {
 		dirs := layers(t, []string{"other.exe"}, []string{"Windows/System32/wincat.exe"})
-		mknodWhiteout(t, filepath.Join(dirs[0], filesDir, "Windows"))
+		mknodWhiteout(t, filepath.Join(dirs[0], layermount.FilesDir, "Windows"))
 		if err := findFile(dirs, []string{"Windows", "System32", "wincat.exe"}); !errors.Is(err, fs.ErrNotExist) {
 			t.Fatalf("findFile = %v, want not found", err)
 		}
 	})
 	t.Run("file recreated above its whiteout", func(t *testing.T) {
 		dirs := layers(t, []string{"pause.exe"}, nil, []string{"pause.exe"})
-		mknodWhiteout(t, filepath.Join(dirs[1], filesDir, "pause.exe"))
+		mknodWhiteout(t, filepath.Join(dirs[1], layermount.FilesDir, "pause.exe"))
 		if err := findFile(dirs, []string{"pause.exe"}); err != nil {
 			t.Fatalf("findFile: %v", err)
 		}
 	})
 	t.Run("whiteout in a farther layer than the file", func(t *testing.T) {
 		dirs := layers(t, []string{"pause.exe"}, nil)
-		mknodWhiteout(t, filepath.Join(dirs[1], filesDir, "pause.exe"))
+		mknodWhiteout(t, filepath.Join(dirs[1], layermount.FilesDir, "pause.exe"))
 		if err := findFile(dirs, []string{"pause.exe"}); err != nil {
 			t.Fatalf("findFile: %v", err)
 		}
 	})
 	t.Run("opaque directory", func(t *testing.T) {
 		dirs := layers(t, []string{"Windows/System32/other.dll"}, []string{"Windows/System32/wincat.exe"})
-		if err := setOpaque(filepath.Join(dirs[0], filesDir, "Windows")); err != nil {
+		if err := setOpaque(filepath.Join(dirs[0], layermount.FilesDir, "Windows")); err != nil {
 			t.Skipf("cannot mark a directory opaque: %v", err)
 		}
 		if err := findFile(dirs, []string{"Windows", "System32", "wincat.exe"}); !errors.Is(err, fs.ErrNotExist) {

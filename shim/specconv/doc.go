@@ -8,8 +8,9 @@
 //
 //	rootfs: one windows-layer mount         Layers.Scratch = Source, Layers.Parents = parentLayerPaths (nearest first)
 //	windows.layerFolders [p1..pn, scratch]  Layers.Scratch = last, Layers.Parents = the rest, in order
-//	                                        (exactly one of the two; "rw" only; at least one parent; paths
-//	                                        absolute, non-empty, distinct ignoring case)
+//	                                        (exactly one of the two; "ro" (a view, which has a scratch too)
+//	                                        runs like "rw"; at least one parent; paths absolute, non-empty,
+//	                                        distinct ignoring case)
 //	mounts[] host dir -> C:\dir             MappedDirectories{HostPath, ContainerPath normalised, ReadOnly = "ro"}
 //	mounts[] \\.\pipe\A -> \\.\pipe\B       MappedPipes{HostPath \\.\pipe\A, ContainerPipeName B}
 //	                                        (type "" or "bind"; options ro, rw and the no-ops bind, rbind,
@@ -51,7 +52,8 @@
 // or refused, never ignored: the processor count, limit and weight, memory
 // size and storage QoS override spec.windows.resources as in runhcs; the gMSA
 // and unsafe-operations switches refuse a credential spec; the process dump
-// ones are refused (they need schema v2 registry changes). A value that is
+// ones (folder, type mini or full, count) set Settings.ProcessDumps,
+// Windows Error Reporting's LocalDumps in the container. A value that is
 // not a number or a boolean is refused, where runhcs logs and ignores it.
 // Other annotations are not read.
 //

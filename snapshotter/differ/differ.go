@@ -34,6 +34,7 @@ import (
 	"github.com/opencontainers/go-digest"
 	ocispec "github.com/opencontainers/image-spec/specs-go/v1"
 
+	"github.com/winproc/winproc/internal/iocount"
 	"github.com/winproc/winproc/snapshotter/layermount"
 	"github.com/winproc/winproc/winbuild"
 )
@@ -62,7 +63,7 @@ var (
 // reads layers from and writes diffs to store, names images through imgs in
 // its messages, and refuses images host cannot run.
 func New(store content.Store, imgs ImageLister, host winbuild.Version, root string) *Differ {
-	return &Differ{content: store, images: imgs, host: host, snapshots: filepath.Join(root, "snapshots")}
+	return &Differ{content: store, images: imgs, host: host, snapshots: layermount.SnapshotsDir(root)}
 }
 
 // Apply imports the layer desc into the windows-layer mount of an unpack
@@ -105,7 +106,7 @@ func (d *Differ) Apply(ctx context.Context, desc ocispec.Descriptor, mounts []mo
 	defer dr.Close()
 
 	digester := digest.Canonical.Digester()
-	counted := &countingReader{r: io.TeeReader(dr, digester.Hash())}
+	counted := &iocount.Reader{R: io.TeeReader(dr, digester.Hash())}
 	if _, err := importLayer(ctx, counted, layer); err != nil {
 		return ocispec.Descriptor{}, fmt.Errorf("import layer %s into %s: %w", desc.Digest, layer.Path, err)
 	}
@@ -115,7 +116,7 @@ func (d *Differ) Apply(ctx context.Context, desc ocispec.Descriptor, mounts []mo
 		return ocispec.Descriptor{}, fmt.Errorf("read end of layer %s: %w", desc.Digest, err)
 	}
 
-	applied := ocispec.Descriptor{MediaType: ocispec.MediaTypeImageLayer, Size: counted.n, Digest: digester.Digest()}
+	applied := ocispec.Descriptor{MediaType: ocispec.MediaTypeImageLayer, Size: counted.N, Digest: digester.Digest()}
 	log.G(ctx).WithFields(log.Fields{
 		"layer":    desc.Digest,
 		"diffID":   applied.Digest,
@@ -138,15 +139,4 @@ func (d *Differ) own(l layermount.Layer) error {
 		return nil
 	}
 	return fmt.Errorf("%s is not a snapshot of winproc's snapshotter (its snapshots are in %s); leaving it to the next differ: %w", l.Path, d.snapshots, errdefs.ErrNotImplemented)
-}
-
-type countingReader struct {
-	r io.Reader
-	n int64
-}
-
-func (c *countingReader) Read(p []byte) (int, error) {
-	n, err := c.r.Read(p)
-	c.n += int64(n)
-	return n, err
 }

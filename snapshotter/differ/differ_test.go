@@ -22,6 +22,7 @@ import (
 	"github.com/containerd/containerd/v2/pkg/labels"
 	"github.com/containerd/containerd/v2/plugins/content/local"
 	"github.com/containerd/errdefs"
+	"github.com/klauspost/compress/zstd"
 	"github.com/opencontainers/go-digest"
 	ocispec "github.com/opencontainers/image-spec/specs-go/v1"
 
@@ -108,6 +109,17 @@ func (f *fixture) write(t *testing.T, mediaType string, b []byte, lbls map[strin
 // descriptor and the digest of the uncompressed tar (its diff ID).
 func (f *fixture) layer(t *testing.T, files map[string]string) (ocispec.Descriptor, digest.Digest) {
 	t.Helper()
+	tarball := f.tarball(t, files)
+	var gz bytes.Buffer
+	zw := gzip.NewWriter(&gz)
+	zw.Write(tarball)
+	zw.Close()
+	return f.write(t, ocispec.MediaTypeImageLayerGzip, gz.Bytes(), nil), digest.FromBytes(tarball)
+}
+
+// tarball is the uncompressed Windows-format layer tar holding files.
+func (f *fixture) tarball(t *testing.T, files map[string]string) []byte {
+	t.Helper()
 	src := t.TempDir()
 	for name, body := range files {
 		p := filepath.Join(src, filepath.FromSlash(name))
@@ -118,14 +130,11 @@ func (f *fixture) layer(t *testing.T, files map[string]string) (ocispec.Descript
 			t.Fatal(err)
 		}
 	}
-	var tarball, gz bytes.Buffer
+	var tarball bytes.Buffer
 	if err := layertar.FromTree(f.ctx, &tarball, src); err != nil {
 		t.Fatal(err)
 	}
-	zw := gzip.NewWriter(&gz)
-	zw.Write(tarball.Bytes())
-	zw.Close()
-	return f.write(t, ocispec.MediaTypeImageLayerGzip, gz.Bytes(), nil), digest.FromBytes(tarball.Bytes())
+	return tarball.Bytes()
 }
 
 // image records a manifest listing layer, with a config for osVersion, the
@@ -168,6 +177,61 @@ func TestApply(t *testing.T) {
 	b, err := os.ReadFile(filepath.Join(l.Path, "Files", "Windows", "System32", "hello.txt"))
 	if err != nil || string(b) != "hello" {
 		t.Errorf("imported file: %q, %v", b, err)
+	}
+}
+
+// Apply takes a layer uncompressed or compressed with gzip or zstd, imports
+// each the same, and reads a compressed stream to its end, so that the
+// decompressor verifies its checksum.
+func TestApplyCompressed(t *testing.T) {
+	f := newFixture(t)
+	tarball := f.tarball(t, map[string]string{"Windows/win.ini": "[fonts]", "a/b.txt": "b"})
+	var gz, zs bytes.Buffer
+	gw := gzip.NewWriter(&gz)
+	gw.Write(tarball)
+	gw.Close()
+	zw, err := zstd.NewWriter(&zs)
+	if err != nil {
+		t.Fatal(err)
+	}
+	zw.Write(tarball)
+	zw.Close()
+
+	var plain []byte // the export of the uncompressed layer's import
+	for _, tc := range []struct {
+		name, mediaType string
+		data            []byte
+	}{
+		{"plain", ocispec.MediaTypeImageLayer, tarball},
+		{"gzip", ocispec.MediaTypeImageLayerGzip, gz.Bytes()},
+		{"zstd", ocispec.MediaTypeImageLayerZstd, zs.Bytes()},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			mounts := f.unpackMounts(t, tc.name)
+			applied, err := f.differ.Apply(f.ctx, f.write(t, tc.mediaType, tc.data, nil), mounts)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if applied.Digest != digest.FromBytes(tarball) || applied.Size != int64(len(tarball)) {
+				t.Errorf("Apply = %+v, want the uncompressed layer (%d bytes)", applied, len(tarball))
+			}
+			l, _ := layermount.Decode(mounts)
+			var out bytes.Buffer
+			if err := layertar.Export(f.ctx, &out, l.Path); err != nil {
+				t.Fatal(err)
+			}
+			if plain == nil {
+				plain = out.Bytes()
+			} else if !bytes.Equal(out.Bytes(), plain) {
+				t.Error("export differs from the uncompressed import")
+			}
+		})
+	}
+	// A corrupt gzip trailer is detected.
+	bad := bytes.Clone(gz.Bytes())
+	bad[len(bad)-6] ^= 0xff
+	if _, err := f.differ.Apply(f.ctx, f.write(t, ocispec.MediaTypeImageLayerGzip, bad, nil), f.unpackMounts(t, "bad")); err == nil {
+		t.Error("corrupt gzip accepted")
 	}
 }
 

@@ -1,7 +1,13 @@
-// Package layermount encodes and decodes the one mount a windowsfilter
-// snapshot is handed out as:
+// Package layermount owns the windows-layer contract between the
+// snapshotter, the differ and the shim: the one mount a windowsfilter
+// snapshot is handed out as,
 //
 //	{Type: "windows-layer", Source: <snapshot dir>, Options: ["rw"|"ro", "parentLayerPaths=<JSON array, nearest parent first>"]}
+//
+// and the names inside the directories it names (names.go): a layer's
+// Files, Hives and UtilityVM, a scratch's sandbox.vhdx on Windows and its
+// upper and work directories in the Linux emulation, and where a
+// snapshotter root keeps its snapshots.
 //
 // This is the format of containerd's built-in windows snapshotter, which
 // runhcs and our shim both consume. containerd's own helpers for it exist only
@@ -23,17 +29,6 @@ const (
 	Type = "windows-layer"
 	// parentsOption prefixes the JSON list of parent layer directories.
 	parentsOption = "parentLayerPaths="
-)
-
-// The directories of a scratch in the Linux emulation, where the snapshot
-// directory Path of an active snapshot holds ScratchUpper, the upper
-// directory of the shim's overlay mount of drive C: (its deletions are
-// overlayfs whiteouts, as the layer importer writes them, so a committed
-// scratch is a layer as it stands), and ScratchWork, overlayfs's workdir.
-// On Windows a scratch is sandbox.vhdx instead.
-const (
-	ScratchUpper = "Files"
-	ScratchWork  = "work"
 )
 
 // Layer is a decoded windows-layer mount.

@@ -5,7 +5,6 @@ package layertar
 import (
 	"archive/tar"
 	"bytes"
-	"compress/gzip"
 	"context"
 	"crypto/sha256"
 	"encoding/base64"
@@ -23,7 +22,6 @@ import (
 	"time"
 
 	"github.com/containerd/errdefs"
-	"github.com/klauspost/compress/zstd"
 	"golang.org/x/sys/unix"
 )
 
@@ -700,47 +698,6 @@ func TestDotSlashNames(t *testing.T) {
 		if _, err := os.Stat(filepath.Join(dir, p)); err != nil {
 			t.Error(err)
 		}
-	}
-}
-
-func TestCompressed(t *testing.T) {
-	src := buildTar(t, sampleLayer())
-	plainDir := filepath.Join(t.TempDir(), "plain")
-	importBytes(t, src, plainDir)
-	want := exportBytes(t, plainDir)
-
-	var gz bytes.Buffer
-	gw := gzip.NewWriter(&gz)
-	gw.Write(src)
-	gw.Close()
-	var zs bytes.Buffer
-	zw, err := zstd.NewWriter(&zs)
-	if err != nil {
-		t.Fatal(err)
-	}
-	zw.Write(src)
-	zw.Close()
-
-	for name, data := range map[string][]byte{"plain": src, "gzip": gz.Bytes(), "zstd": zs.Bytes()} {
-		t.Run(name, func(t *testing.T) {
-			dir := filepath.Join(t.TempDir(), name)
-			n, err := ImportCompressed(context.Background(), bytes.NewReader(data), dir)
-			if err != nil {
-				t.Fatal(err)
-			}
-			if n != sampleSize() {
-				t.Errorf("size %d", n)
-			}
-			if !bytes.Equal(exportBytes(t, dir), want) {
-				t.Error("export differs from the uncompressed import")
-			}
-		})
-	}
-	// A corrupt gzip trailer is detected.
-	bad := bytes.Clone(gz.Bytes())
-	bad[len(bad)-6] ^= 0xff
-	if _, err := ImportCompressed(context.Background(), bytes.NewReader(bad), filepath.Join(t.TempDir(), "bad")); err == nil {
-		t.Error("corrupt gzip accepted")
 	}
 }
 

@@ -3,12 +3,11 @@ package layertar
 import (
 	"strings"
 	"unicode/utf8"
+
+	"github.com/winproc/winproc/snapshotter/layermount"
 )
 
 const (
-	filesDir       = "Files"
-	hivesDir       = "Hives"
-	utilityVMDir   = "UtilityVM"
 	whiteoutPrefix = ".wh."
 	// opaqueWhiteout is the OCI marker making its directory opaque.
 	opaqueWhiteout = whiteoutPrefix + whiteoutPrefix + ".opq"
@@ -100,7 +99,7 @@ func parseEntryName(name string) (p entryPath, skip bool, err error) {
 		}
 	}
 	p.top = parts[0]
-	if p.top != filesDir && p.top != hivesDir && p.top != utilityVMDir {
+	if p.top != layermount.FilesDir && p.top != layermount.HivesDir && p.top != layermount.UtilityVMDir {
 		return p, false, errorf(ErrUnsafePath, "outside Files/, Hives/ and UtilityVM/")
 	}
 	p.rel = name
