@@ -81,6 +81,10 @@ const (
 	CtrlBreak
 	// CtrlShutdown is CTRL_SHUTDOWN_EVENT, what Windows sends at shutdown.
 	CtrlShutdown
+	// CtrlClose is CTRL_CLOSE_EVENT, what a console's closing sends.
+	CtrlClose
+	// CtrlLogOff is CTRL_LOGOFF_EVENT, what a user's logoff sends.
+	CtrlLogOff
 )
 
 // String is the Windows name of the event.
@@ -92,6 +96,10 @@ func (s Signal) String() string {
 		return "CTRL_BREAK_EVENT"
 	case CtrlShutdown:
 		return "CTRL_SHUTDOWN_EVENT"
+	case CtrlClose:
+		return "CTRL_CLOSE_EVENT"
+	case CtrlLogOff:
+		return "CTRL_LOGOFF_EVENT"
 	}
 	return fmt.Sprintf("Signal(%d)", int(s))
 }

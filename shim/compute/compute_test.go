@@ -23,6 +23,8 @@ func TestSignalString(t *testing.T) {
 		CtrlC:        "CTRL_C_EVENT",
 		CtrlBreak:    "CTRL_BREAK_EVENT",
 		CtrlShutdown: "CTRL_SHUTDOWN_EVENT",
+		CtrlClose:    "CTRL_CLOSE_EVENT",
+		CtrlLogOff:   "CTRL_LOGOFF_EVENT",
 		Signal(0):    "Signal(0)",
 		Signal(9):    "Signal(9)",
 	} {

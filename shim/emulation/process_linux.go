@@ -530,14 +530,14 @@ func (p *process) signal(sig os.Signal) error {
 	return nil
 }
 
-// Signal delivers CtrlC and CtrlBreak as SIGINT, which Wine turns into
-// CTRL_C_EVENT for the process's console control handlers (Wine has no
-// Unix signal for CTRL_BREAK_EVENT). CtrlShutdown is SIGINT too: Wine
-// cannot deliver CTRL_SHUTDOWN_EVENT, and CTRL_C is the event a program
-// that handles shutdown handles as well.
+// Signal delivers every console event as SIGINT, which Wine turns into
+// CTRL_C_EVENT for the process's console control handlers: Wine has no
+// Unix signal for CTRL_BREAK_EVENT and cannot deliver CTRL_SHUTDOWN,
+// CTRL_CLOSE or CTRL_LOGOFF, and CTRL_C is the event a program that
+// handles those handles as well.
 func (p *process) Signal(ctx context.Context, s compute.Signal) error {
 	switch s {
-	case compute.CtrlC, compute.CtrlBreak, compute.CtrlShutdown:
+	case compute.CtrlC, compute.CtrlBreak, compute.CtrlShutdown, compute.CtrlClose, compute.CtrlLogOff:
 		return p.signal(syscall.SIGINT)
 	}
 	return errInvalid("emulation: unknown signal %v", s)

@@ -77,7 +77,7 @@ type hcsContainer interface {
 type hcsProcess interface {
 	Pid() int
 	// Signal delivers a console control event by HCS's name (CtrlC,
-	// CtrlBreak, CtrlShutdown).
+	// CtrlBreak, CtrlClose, CtrlLogOff, CtrlShutdown).
 	Signal(ctx context.Context, signal string) error
 	Kill(ctx context.Context) error
 	// Wait returns when the process has exited, or when Close closed the

@@ -167,6 +167,8 @@ var signalNames = map[compute.Signal]string{
 	compute.CtrlC:        "CtrlC",
 	compute.CtrlBreak:    "CtrlBreak",
 	compute.CtrlShutdown: "CtrlShutdown",
+	compute.CtrlClose:    "CtrlClose",
+	compute.CtrlLogOff:   "CtrlLogOff",
 }
 
 // Signal is HcsSignalProcess: a console control event to the process.

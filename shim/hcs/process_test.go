@@ -174,13 +174,13 @@ func TestProcessKill(t *testing.T) {
 // process already exited for is NotFound.
 func TestProcessSignal(t *testing.T) {
 	a, _, _, p, fp := started(t, &compute.ProcessSettings{CommandLine: "x"})
-	for _, s := range []compute.Signal{compute.CtrlC, compute.CtrlBreak, compute.CtrlShutdown} {
+	for _, s := range []compute.Signal{compute.CtrlC, compute.CtrlBreak, compute.CtrlShutdown, compute.CtrlClose, compute.CtrlLogOff} {
 		if err := p.Signal(context.Background(), s); err != nil {
 			t.Errorf("Signal(%v) = %v", s, err)
 		}
 	}
 	fp.mu.Lock()
-	if want := []string{"CtrlC", "CtrlBreak", "CtrlShutdown"}; !reflect.DeepEqual(fp.signals, want) || fp.kills != 0 {
+	if want := []string{"CtrlC", "CtrlBreak", "CtrlShutdown", "CtrlClose", "CtrlLogOff"}; !reflect.DeepEqual(fp.signals, want) || fp.kills != 0 {
 		t.Errorf("HCS got %q and %d kills, want %q and none", fp.signals, fp.kills, want)
 	}
 	fp.signalExits = true

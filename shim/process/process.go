@@ -232,10 +232,10 @@ func (p *Process) Wait(ctx context.Context) (uint32, time.Time, error) {
 	return p.exit, p.exitedAt, nil
 }
 
-// Kill delivers signal the way runhcs does: SIGTERM is a CTRL_SHUTDOWN
-// event, SIGINT a CTRL_C event, SIGKILL terminates the process; other
-// signals mean nothing to a Windows process and are refused. A process that
-// never started is simply marked stopped (exit status 1, as runhcs).
+// Kill delivers signal the way runhcs does (windowsSignal): a console
+// event, or SIGKILL's termination; other signals mean nothing to a
+// Windows process and are refused. A process that never started is simply
+// marked stopped (exit status 1, as runhcs).
 func (p *Process) Kill(ctx context.Context, signal uint32) error {
 	event, terminate, err := windowsSignal(signal)
 	if err != nil {
@@ -268,16 +268,28 @@ func (p *Process) Kill(ctx context.Context, signal uint32) error {
 	return nil
 }
 
+// windowsSignal reads containerd's signal numbers as runhcs does (hcsshim
+// internal/signals ValidateWCOW), so an image's stop signal or a client's
+// kill means on winproc what it meant on runhcs: the numbers below 9 are
+// Windows's own console events by their CTRL_*_EVENT values (so 2, which
+// is SIGINT to a POSIX client, is CTRL_CLOSE), 15 (SIGTERM) is
+// CTRL_SHUTDOWN and 9 (SIGKILL) terminates.
 func windowsSignal(signal uint32) (compute.Signal, bool, error) {
-	switch syscall.Signal(signal) {
-	case syscall.SIGKILL:
-		return 0, true, nil
-	case syscall.SIGTERM:
-		return compute.CtrlShutdown, false, nil
-	case syscall.SIGINT:
+	switch signal {
+	case 0:
 		return compute.CtrlC, false, nil
+	case 1:
+		return compute.CtrlBreak, false, nil
+	case 2:
+		return compute.CtrlClose, false, nil
+	case 5:
+		return compute.CtrlLogOff, false, nil
+	case 6, uint32(syscall.SIGTERM):
+		return compute.CtrlShutdown, false, nil
+	case uint32(syscall.SIGKILL):
+		return 0, true, nil
 	}
-	return 0, false, fmt.Errorf("signal %d has no meaning for a Windows process; use SIGTERM (CTRL_SHUTDOWN), SIGINT (CTRL_C) or SIGKILL (terminate): %w", signal, errdefs.ErrFailedPrecondition)
+	return 0, false, fmt.Errorf("signal %d has no meaning for a Windows process; use 15 (SIGTERM: CTRL_SHUTDOWN), 9 (SIGKILL: terminate), or a console event by its Windows number (0 CTRL_C, 1 CTRL_BREAK, 2 CTRL_CLOSE, 5 CTRL_LOGOFF, 6 CTRL_SHUTDOWN): %w", signal, errdefs.ErrFailedPrecondition)
 }
 
 // ResizeConsole resizes the pseudo console of a running process.

@@ -86,10 +86,17 @@ func TestKillSignals(t *testing.T) {
 		wantKill  bool
 		wantErr   func(error) bool
 	}{
+		// runhcs's numbers (hcsshim internal/signals ValidateWCOW).
+		{name: "0 is CTRL_C", signal: 0, wantEvent: compute.CtrlC},
+		{name: "1 is CTRL_BREAK", signal: 1, wantEvent: compute.CtrlBreak},
+		{name: "2 (SIGINT) is CTRL_CLOSE", signal: syscall.SIGINT, wantEvent: compute.CtrlClose},
+		{name: "5 is CTRL_LOGOFF", signal: 5, wantEvent: compute.CtrlLogOff},
+		{name: "6 is CTRL_SHUTDOWN", signal: 6, wantEvent: compute.CtrlShutdown},
 		{name: "SIGTERM is CTRL_SHUTDOWN", signal: syscall.SIGTERM, wantEvent: compute.CtrlShutdown},
-		{name: "SIGINT is CTRL_C", signal: syscall.SIGINT, wantEvent: compute.CtrlC},
 		{name: "SIGKILL terminates", signal: syscall.SIGKILL, wantKill: true},
-		{name: "SIGHUP refused", signal: syscall.SIGHUP, wantErr: errdefs.IsFailedPrecondition},
+		{name: "SIGHUP (1 on Linux) is CTRL_BREAK", signal: syscall.SIGHUP, wantEvent: compute.CtrlBreak},
+		{name: "3 refused", signal: 3, wantErr: errdefs.IsFailedPrecondition},
+		{name: "4 refused", signal: 4, wantErr: errdefs.IsFailedPrecondition},
 		{name: "signal 10 (SIGUSR1 on Linux) refused", signal: syscall.Signal(10), wantErr: errdefs.IsFailedPrecondition},
 		{name: "events unsupported", signal: syscall.SIGTERM, signalErr: compute.ErrNotSupported, wantErr: errdefs.IsNotImplemented},
 		{name: "event delivery fails", signal: syscall.SIGINT, signalErr: errors.New("boom"), wantErr: func(err error) bool { return err != nil }},
