@@ -27,7 +27,7 @@ import (
 	"google.golang.org/protobuf/types/known/anypb"
 
 	"github.com/winproc/winproc/internal/containerdnames"
-	"github.com/winproc/winproc/internal/emulatednode"
+	"github.com/winproc/winproc/integration/emulatednode"
 	"github.com/winproc/winproc/shim/options"
 )
 
@@ -248,7 +248,7 @@ func (d *demo) config(ctx context.Context) error {
 	if err != nil {
 		return err
 	}
-	d.t.section("containerd's config, from the project's generator (runtimeclass/containerdconfig)")
+	d.t.section("containerd's config, from the project's generator (containerdconfig)")
 	d.t.note(
 		"The winproc handler (sandboxer \"shim\": the shim owns the pod and its pause container),",
 		"windowsfilter snapshotter and differ as proxy plugins on winproc-snapshotter's socket, and",

@@ -17,7 +17,7 @@ import (
 	"github.com/containerd/containerd/v2/pkg/cio"
 
 	"github.com/winproc/winproc/integration/node"
-	"github.com/winproc/winproc/internal/emulatednode"
+	"github.com/winproc/winproc/integration/emulatednode"
 	"github.com/winproc/winproc/internal/procscan"
 )
 

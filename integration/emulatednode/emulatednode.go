@@ -29,7 +29,7 @@ import (
 	"github.com/moby/sys/mountinfo"
 
 	"github.com/winproc/winproc/internal/procscan"
-	"github.com/winproc/winproc/runtimeclass/containerdconfig"
+	"github.com/winproc/winproc/containerdconfig"
 	"github.com/winproc/winproc/shim/options"
 )
 
