@@ -13,8 +13,8 @@ import (
 
 	"github.com/containerd/platforms"
 
-	"github.com/winproc/winproc/internal/containerdnames"
 	"github.com/winproc/winproc/containerdconfig"
+	"github.com/winproc/winproc/internal/containerdnames"
 	"github.com/winproc/winproc/shim/options"
 	"github.com/winproc/winproc/winbuild"
 )
