@@ -9,7 +9,7 @@ import (
 	"strings"
 	"time"
 
-	"github.com/winproc/winproc/internal/emulatednode"
+	"github.com/winproc/winproc/integration/emulatednode"
 )
 
 // daemonStopGrace is how long a daemon has to stop after SIGTERM.

@@ -8,7 +8,7 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/winproc/winproc/runtimeclass/containerdconfig"
+	"github.com/winproc/winproc/containerdconfig"
 	"github.com/winproc/winproc/shim/options"
 )
 

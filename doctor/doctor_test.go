@@ -18,7 +18,7 @@ import (
 	ocispec "github.com/opencontainers/image-spec/specs-go/v1"
 	"google.golang.org/protobuf/proto"
 
-	"github.com/winproc/winproc/runtimeclass/containerdconfig"
+	"github.com/winproc/winproc/containerdconfig"
 	"github.com/winproc/winproc/shim/options"
 	"github.com/winproc/winproc/winbuild"
 )
@@ -302,7 +302,7 @@ func TestDoctorRunFindings(t *testing.T) {
 	}{
 		{"handler not registered", func(s *fakeSystem, o *Options) { o.Handler = "nothere" },
 			CheckHandler, Fail, `runtime handler "nothere" is not registered in /etc/containerd/config.toml`,
-			"add the handler table to /etc/containerd/config.toml (package runtimeclass/containerdconfig generates it), then systemctl restart containerd:\n" +
+			"add the handler table to /etc/containerd/config.toml (package containerdconfig generates it), then systemctl restart containerd:\n" +
 				"[plugins.'io.containerd.cri.v1.runtime'.containerd.runtimes.nothere]\n  runtime_type = \"io.containerd.winproc.v2\""},
 		{"handler not registered: the pause image is not checked", func(s *fakeSystem, o *Options) { o.Handler = "nothere" },
 			CheckPauseImage, Warn, `not checked: the handler "nothere" is not registered`, ""},

@@ -19,7 +19,7 @@ func (d *run) checkConfig() {
 		if errors.Is(d.cfgErr, fs.ErrNotExist) {
 			r.Fix = []string{
 				fmt.Sprintf("pass --config with the file containerd runs with (containerd --config FILE), or write containerd's config to %s;", d.o.ConfigPath),
-				"package runtimeclass/containerdconfig generates the whole config for winproc (handler, proxy plugins, unpack rule)",
+				"package containerdconfig generates the whole config for winproc (handler, proxy plugins, unpack rule)",
 			}
 		} else {
 			r.Fix = []string{fmt.Sprintf("correct %s: containerd refuses a config it cannot parse", d.o.ConfigPath)}
@@ -65,7 +65,7 @@ func (d *run) checkHandler() {
 		} else {
 			r.Details = append(r.Details, "the config registers no runtime handlers")
 		}
-		r.Fix = append([]string{fmt.Sprintf("add the handler table to %s (package runtimeclass/containerdconfig generates it), then %s:", c.Path, d.restartHint())},
+		r.Fix = append([]string{fmt.Sprintf("add the handler table to %s (package containerdconfig generates it), then %s:", c.Path, d.restartHint())},
 			handlerFragment(c.Version, h)...)
 		d.add(r)
 		return
@@ -183,7 +183,7 @@ func (d *run) shimBinary() string {
 }
 
 // handlerFragment is the TOML table registering handler in a config of
-// version version, as package runtimeclass/containerdconfig writes it.
+// version version, as package containerdconfig writes it.
 func handlerFragment(version int, handler string) []string {
 	if version <= 2 {
 		return []string{

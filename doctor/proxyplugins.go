@@ -5,8 +5,8 @@ import (
 	"slices"
 	"strings"
 
+	"github.com/winproc/winproc/containerdconfig"
 	"github.com/winproc/winproc/internal/containerdnames"
-	"github.com/winproc/winproc/runtimeclass/containerdconfig"
 )
 
 // ---- proxy plugins ----

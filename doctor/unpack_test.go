@@ -5,7 +5,7 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/winproc/winproc/runtimeclass/containerdconfig"
+	"github.com/winproc/winproc/containerdconfig"
 )
 
 // The unpack check against the configs a node really has. containerd's

@@ -10,7 +10,7 @@ package install
 import (
 	"bytes"
 
-	"github.com/winproc/winproc/runtimeclass/containerdconfig"
+	"github.com/winproc/winproc/containerdconfig"
 )
 
 // FragmentFile is the fragment's file name, here and where install.ps1

@@ -16,8 +16,8 @@ import (
 	containerd "github.com/containerd/containerd/v2/client"
 	"github.com/containerd/containerd/v2/pkg/cio"
 
+	"github.com/winproc/winproc/integration/emulatednode"
 	"github.com/winproc/winproc/integration/node"
-	"github.com/winproc/winproc/internal/emulatednode"
 	"github.com/winproc/winproc/internal/procscan"
 )
 

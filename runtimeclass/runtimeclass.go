@@ -8,7 +8,7 @@
 // A RuntimeClass ties three things together:
 //
 //   - handler: the containerd runtime handler that runs the pod, the name
-//     runtimeclass/containerdconfig registers (default "winproc");
+//     package containerdconfig registers (default "winproc");
 //   - scheduling.nodeSelector: Windows amd64 nodes of one Windows build
 //     (node.kubernetes.io/windows-build), because process isolation needs
 //     the image's build to match the host's (see package winbuild);

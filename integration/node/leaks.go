@@ -8,7 +8,7 @@ import (
 	"path/filepath"
 	"strconv"
 
-	"github.com/winproc/winproc/internal/emulatednode"
+	"github.com/winproc/winproc/integration/emulatednode"
 	"github.com/winproc/winproc/internal/procscan"
 	"github.com/winproc/winproc/shim/emulation"
 )

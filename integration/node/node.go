@@ -19,7 +19,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/winproc/winproc/internal/emulatednode"
+	"github.com/winproc/winproc/integration/emulatednode"
 	"github.com/winproc/winproc/internal/syncbuffer"
 	"github.com/winproc/winproc/internal/winetest"
 	"github.com/winproc/winproc/shim/options"

@@ -326,3 +326,17 @@ func wineEnv(prefix string) []string {
 		"WINEDLLOVERRIDES=mscoree,mshtml=;winemenubuilder.exe=d",
 	}
 }
+
+// baseEnv is the Unix environment Wine itself needs (not passed to Windows
+// programs: Wine ignores PATH and HOME there).
+func baseEnv() []string {
+	path := os.Getenv("PATH")
+	if path == "" {
+		path = "/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin"
+	}
+	home := os.Getenv("HOME")
+	if home == "" {
+		home = "/root"
+	}
+	return []string{"PATH=" + path, "HOME=" + home}
+}

@@ -6,7 +6,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"io"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -27,12 +26,6 @@ import (
 // output after it exited: a grandchild that inherited the output pipe (or
 // Wine's conhost.exe holding a pseudo terminal) may keep it open forever.
 const outputDrainTimeout = 2 * time.Second
-
-// Default console size of a Terminal process given none.
-const (
-	defaultConsoleWidth  = 80
-	defaultConsoleHeight = 25
-)
 
 // process is a Wine process of a silo: `wine <program> <args>`.
 type process struct {
@@ -115,22 +108,10 @@ func (s *system) CreateProcess(ctx context.Context, p *compute.ProcessSettings) 
 		return nil, fmt.Errorf("emulation: system %s is stopping: %w", s.id, errdefs.ErrFailedPrecondition)
 	}
 
-	realCwd, err := resolve(s.cdir, cwdComps)
-	if err != nil || isDir(filepath.Join(append([]string{s.cdir}, realCwd...)...)) != nil {
-		return nil, errInvalid("emulation: working directory %s does not exist in the container", wd)
-	}
-	env, winPath := processEnv(p.Env, s.prefix)
-	program, err := resolveProgram(s.cdir, args[0], realCwd, winPath)
+	cmd, program, err := s.wineCommand(args, wd, cwdComps, p.Env)
 	if err != nil {
-		return nil, fmt.Errorf("emulation: %w", err)
+		return nil, err
 	}
-
-	// setarch -R: Wine's fixed address for the shared user data
-	// (0x7ffe0000) lies in the range the kernel picks a randomized heap
-	// from; see doc.go.
-	cmd := exec.Command(s.b.setarch, append([]string{"-R", s.b.wine, program}, args[1:]...)...)
-	cmd.Env = env
-	cmd.Dir = filepath.Join(append([]string{s.cdir}, realCwd...)...)
 	proc := &process{
 		sys:         s,
 		cmd:         cmd,
@@ -139,7 +120,7 @@ func (s *system) CreateProcess(ctx context.Context, p *compute.ProcessSettings) 
 		done:        make(chan struct{}),
 	}
 	// childEnds are closed once the child has them.
-	var childEnds []*os.File
+	childEnds, err := proc.connectStdio(p)
 	fail := func(err error) (compute.Process, error) {
 		for _, f := range childEnds {
 			f.Close()
@@ -147,64 +128,9 @@ func (s *system) CreateProcess(ctx context.Context, p *compute.ProcessSettings) 
 		proc.closeFiles()
 		return nil, err
 	}
-	var stdinSrc io.Reader = p.Stdin
-	if p.Terminal {
-		master, slave, err := openPty()
-		if err != nil {
-			return fail(fmt.Errorf("emulation: %w", err))
-		}
-		proc.pty = master
-		childEnds = append(childEnds, slave)
-		w, h := p.ConsoleWidth, p.ConsoleHeight
-		if w == 0 || h == 0 {
-			w, h = defaultConsoleWidth, defaultConsoleHeight
-		}
-		if err := resizePty(master, w, h); err != nil {
-			return fail(fmt.Errorf("emulation: console size: %w", err))
-		}
-		cmd.Stdin, cmd.Stdout, cmd.Stderr = slave, slave, slave
-		cmd.SysProcAttr = &syscall.SysProcAttr{Setsid: true, Setctty: true, Ctty: 0}
-		proc.outputs = append(proc.outputs, master)
-	} else {
-		// Its own process group: a terminal's Ctrl-C for the shim does
-		// not reach the container.
-		cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
-		if p.Stdin != nil {
-			r, w, err := os.Pipe()
-			if err != nil {
-				return fail(err)
-			}
-			cmd.Stdin, proc.stdin = r, w
-			childEnds = append(childEnds, r)
-		}
-		pipeTo := func(set func(*os.File)) error {
-			r, w, err := os.Pipe()
-			if err != nil {
-				return err
-			}
-			set(w)
-			childEnds = append(childEnds, w)
-			proc.outputs = append(proc.outputs, r)
-			return nil
-		}
-		same := p.Stdout != nil && sameWriter(p.Stdout, p.Stderr)
-		if p.Stdout != nil {
-			if err := pipeTo(func(w *os.File) {
-				cmd.Stdout = w
-				if same {
-					cmd.Stderr = w
-				}
-			}); err != nil {
-				return fail(err)
-			}
-		}
-		if p.Stderr != nil && !same {
-			if err := pipeTo(func(w *os.File) { cmd.Stderr = w }); err != nil {
-				return fail(err)
-			}
-		}
+	if err != nil {
+		return fail(err)
 	}
-
 	if s.b.exitLib != "" {
 		w, err := proc.recordExitStatus(s.b.exitLib)
 		if err != nil {
@@ -225,31 +151,32 @@ func (s *system) CreateProcess(ctx context.Context, p *compute.ProcessSettings) 
 			log.G(ctx).WithError(err).Warn("emulation: the process's commit is not limited")
 		}
 	}
-
-	// The copiers are owned by the process; each ends at EOF of its
-	// stream, or when Wait's drain timeout or Close closes its read end.
-	if p.Terminal {
-		proc.copy(p.Stdout, proc.pty)
-	} else {
-		outs := proc.outputs
-		if p.Stdout != nil {
-			proc.copy(p.Stdout, outs[0])
-			outs = outs[1:]
-		}
-		if len(outs) > 0 {
-			proc.copy(p.Stderr, outs[0])
-		}
-	}
-	if stdinSrc != nil {
-		// The stdin copier ends when Stdin reaches EOF or fails, or at the
-		// first write after the process's stdin was closed (CloseStdin,
-		// Close, or the process's exit). A Stdin that never returns from
-		// Read keeps it until the caller closes Stdin.
-		go proc.copyStdin(stdinSrc)
-	}
-	// The waiter is owned by the process and ends when the process does.
-	go proc.wait()
+	proc.startCopiers(p)
 	return proc, nil
+}
+
+// wineCommand is the command that runs args under Wine: the program
+// looked up as CreateProcess would, passed to wine as a full C: path, in
+// the working directory wd (cwdComps: its components below C:), with the
+// environment processEnv makes of env. s.mu is held.
+func (s *system) wineCommand(args []string, wd string, cwdComps, env []string) (cmd *exec.Cmd, program string, err error) {
+	realCwd, err := resolve(s.cdir, cwdComps)
+	if err != nil || isDir(filepath.Join(append([]string{s.cdir}, realCwd...)...)) != nil {
+		return nil, "", errInvalid("emulation: working directory %s does not exist in the container", wd)
+	}
+	procEnv, winPath := processEnv(env, s.prefix)
+	program, err = resolveProgram(s.cdir, args[0], realCwd, winPath)
+	if err != nil {
+		return nil, "", fmt.Errorf("emulation: %w", err)
+	}
+
+	// setarch -R: Wine's fixed address for the shared user data
+	// (0x7ffe0000) lies in the range the kernel picks a randomized heap
+	// from; see doc.go.
+	cmd = exec.Command(s.b.setarch, append([]string{"-R", s.b.wine, program}, args[1:]...)...)
+	cmd.Env = procEnv
+	cmd.Dir = filepath.Join(append([]string{s.cdir}, realCwd...)...)
+	return cmd, program, nil
 }
 
 // recordExitStatus has the process record its exit status with the
@@ -304,101 +231,9 @@ func (p *process) recordedExit() (code int, ok bool) {
 	return 0, false
 }
 
-// sameWriter reports whether a and b are the same writer (os/exec's rule:
-// then one pipe carries both streams, and one goroutine writes).
-func sameWriter(a, b io.Writer) (eq bool) {
-	defer func() {
-		if recover() != nil {
-			eq = false
-		}
-	}()
-	return a == b
-}
-
-// copy copies r to w in a copier goroutine. When w fails, the rest of r is
-// drained so the process never blocks on a full pipe. Reading a pseudo
-// terminal's master fails with EIO once no process holds the slave: that
-// is its EOF.
-func (p *process) copy(w io.Writer, r *os.File) {
-	if w == nil {
-		w = io.Discard
-	}
-	p.copiers.Add(1)
-	go func() {
-		defer p.copiers.Done()
-		buf := make([]byte, 32*1024)
-		for {
-			n, err := r.Read(buf)
-			if n > 0 && w != io.Discard {
-				if _, werr := w.Write(buf[:n]); werr != nil {
-					w = io.Discard
-				}
-			}
-			if err != nil {
-				return
-			}
-		}
-	}()
-}
-
-func (p *process) copyStdin(src io.Reader) {
-	defer p.endStdin()
-	buf := make([]byte, 32*1024)
-	for {
-		n, err := src.Read(buf)
-		if n > 0 {
-			select {
-			case <-p.stdinClosed:
-				return
-			default:
-			}
-			var werr error
-			if p.terminal {
-				_, werr = p.pty.Write(buf[:n])
-			} else {
-				_, werr = p.stdin.Write(buf[:n])
-			}
-			if werr != nil {
-				return
-			}
-		}
-		if err != nil {
-			return
-		}
-	}
-}
-
 // consoleEOF is how a Windows console user ends input: Ctrl-Z, then
 // Enter. A program reading its console in line mode takes it as EOF.
 const consoleEOF = "\x1a\r"
-
-// endStdin ends the process's input: for a pipe, closeStdin; a console
-// has no end of input of its own, so a Terminal process is sent what a
-// console user types to end it, once, and then the forwarding stops.
-func (p *process) endStdin() {
-	p.stdinOnce.Do(func() {
-		if p.terminal {
-			// A process that is gone has closed the pty under us: the
-			// failed write is harmless.
-			p.pty.Write([]byte(consoleEOF))
-		}
-		p.shutStdin()
-	})
-}
-
-// closeStdin closes the process's stdin without ending a console's input:
-// the pipe's write end, so the process reads EOF; for Terminal only the
-// forwarding stops.
-func (p *process) closeStdin() {
-	p.stdinOnce.Do(p.shutStdin)
-}
-
-func (p *process) shutStdin() {
-	close(p.stdinClosed)
-	if p.stdin != nil {
-		p.stdin.Close()
-	}
-}
 
 // closeFiles closes the backend's ends of the streams, which ends the
 // copiers.

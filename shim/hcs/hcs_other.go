@@ -10,7 +10,7 @@ import (
 
 // New fails: HCS exists on Windows only. On Linux the shim uses the Wine
 // emulation backend; this package's logic is still built and tested here
-// against a fake of hcsshim.
+// against a fake of the computecore.dll binding.
 func New(opts Options) (*Backend, error) {
 	return nil, fmt.Errorf("the HCS compute backend runs on Windows only: %w", compute.ErrNotSupported)
 }

@@ -12,6 +12,7 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"flag"
 	"fmt"
 	"io"
 	"os"
@@ -24,9 +25,12 @@ import (
 	"github.com/containerd/errdefs"
 	"github.com/containerd/log"
 
+	"github.com/winproc/winproc/internal/containerdconn"
+	"github.com/winproc/winproc/internal/containerdnames"
 	"github.com/winproc/winproc/internal/version"
-	"github.com/winproc/winproc/shim/compute"
+	"github.com/winproc/winproc/shim/backend"
 	"github.com/winproc/winproc/shim/options"
+	"github.com/winproc/winproc/shim/pauseimage"
 )
 
 // sandboxIDAnnotation groups a pod's containers into its sandbox's shim.
@@ -38,19 +42,13 @@ const deleteTimeout = 60 * time.Second
 // Manager implements pkg/shim's Shim.
 type Manager struct {
 	name string
-	// open returns the compute backend, for cleaning up after a dead shim.
-	open func(ctx context.Context) (compute.Backend, error)
-	// release frees what a dead shim held in containerd for task id (a
-	// sandbox's pause rootfs: its snapshot and lease); nothing held is no
-	// error.
-	release func(ctx context.Context, id string) error
 }
 
 var _ shim.Shim = (*Manager)(nil)
 
 // New returns the manager of runtime name.
-func New(name string, open func(ctx context.Context) (compute.Backend, error), release func(ctx context.Context, id string) error) *Manager {
-	return &Manager{name: name, open: open, release: release}
+func New(name string) *Manager {
+	return &Manager{name: name}
 }
 
 // Name is the runtime type, e.g. io.containerd.winproc.v2.
@@ -74,7 +72,7 @@ func (m *Manager) Stop(ctx context.Context, id string) (shim.StopStatus, error) 
 	status := shim.StopStatus{ExitStatus: 255, ExitedAt: time.Now()}
 	errs := []error{m.stopSystem(ctx, id)}
 	// After the system: its scratch is the snapshot being released.
-	if err := m.release(ctx, id); err != nil {
+	if err := releasePauseRootfs(ctx, id); err != nil {
 		errs = append(errs, fmt.Errorf("release what the shim of task %s held in containerd: %w", id, err))
 	}
 	return status, errors.Join(errs...)
@@ -83,11 +81,11 @@ func (m *Manager) Stop(ctx context.Context, id string) (shim.StopStatus, error) 
 // stopSystem terminates and releases a dead shim's compute system, if one
 // is left.
 func (m *Manager) stopSystem(ctx context.Context, id string) error {
-	backend, err := m.open(ctx)
+	b, err := backend.Open(ctx)
 	if err != nil {
 		return fmt.Errorf("open compute backend to clean up task %s: %w", id, err)
 	}
-	sys, err := backend.Open(ctx, id)
+	sys, err := b.Open(ctx, id)
 	if errdefs.IsNotFound(err) {
 		return nil
 	}
@@ -110,6 +108,24 @@ func (m *Manager) stopSystem(ctx context.Context, id string) error {
 		log.G(ctx).WithField("task", id).Info("cleaned up the compute system of a dead shim")
 	}
 	return errors.Join(errs...)
+}
+
+// releasePauseRootfs frees what a dead shim held in containerd for task id:
+// when id is a sandbox the shim owned, its pause rootfs (snapshot and
+// lease), which nothing else would ever remove; nothing held is no error.
+// containerd passes its address to `delete` as the -address flag, which
+// pkg/shim has parsed.
+func releasePauseRootfs(ctx context.Context, id string) error {
+	f := flag.Lookup("address")
+	if f == nil || f.Value.String() == "" {
+		return fmt.Errorf("no containerd address (-address) to release the pause rootfs of %s", id)
+	}
+	conn, err := containerdconn.Dial(f.Value.String())
+	if err != nil {
+		return fmt.Errorf("containerd: %w", err)
+	}
+	defer conn.Close()
+	return pauseimage.Release(ctx, conn, containerdnames.Snapshotter, id)
 }
 
 // runtimeOptions returns the handler's options (the TOML body containerd

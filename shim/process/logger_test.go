@@ -120,19 +120,19 @@ func TestParseLogURI(t *testing.T) {
 func startWithLogURI(t *testing.T, uri string) {
 	t.Helper()
 	ctx := namespaces.WithNamespace(context.Background(), "k8s.io")
-	sys := &fakeSystem{}
+	sys := newSystem(t)
 	p := New("ctr1", &compute.ProcessSettings{CommandLine: `C:\app.exe`}, Stdio{Stdout: uri, Stderr: uri}, Hooks{})
 	if err := p.Start(ctx, sys); err != nil {
 		t.Fatalf("start with stdout %s: %v", uri, err)
 	}
-	ps := sys.procs[0].settings
+	ps := sys.Proc(0).Settings()
 	if _, err := io.WriteString(ps.Stdout, "to stdout\n"); err != nil {
 		t.Errorf("write stdout: %v", err)
 	}
 	if _, err := io.WriteString(ps.Stderr, "to stderr\n"); err != nil {
 		t.Errorf("write stderr: %v", err)
 	}
-	sys.procs[0].exit(0)
+	sys.Proc(0).Exit(0)
 	waitExit(t, p)
 }
 
@@ -179,7 +179,7 @@ func TestMissingLogger(t *testing.T) {
 	dir := winetest.TempDir(t)
 	uri := (&url.URL{Scheme: "binary", Path: uriPathOf(filepath.Join(dir, "missing-logger"))}).String()
 	p := New("ctr1", &compute.ProcessSettings{}, Stdio{Stdout: uri, Stderr: uri}, Hooks{})
-	if err := p.Start(context.Background(), &fakeSystem{}); err == nil || !strings.Contains(err.Error(), "missing-logger") {
+	if err := p.Start(context.Background(), newSystem(t)); err == nil || !strings.Contains(err.Error(), "missing-logger") {
 		t.Errorf("start with a missing logging binary: %v", err)
 	}
 }
@@ -202,12 +202,12 @@ func TestConnectBeforeStartAndAbandon(t *testing.T) {
 	if _, err := os.Stat(filepath.Join(dir, "started.log")); err != nil {
 		t.Fatalf("Connect did not open the log: %v", err)
 	}
-	sys := &fakeSystem{}
+	sys := newSystem(t)
 	if err := p.Start(ctx, sys); err != nil {
 		t.Fatal(err)
 	}
-	io.WriteString(sys.procs[0].settings.Stdout, "out\n")
-	sys.procs[0].exit(0)
+	io.WriteString(sys.Proc(0).Settings().Stdout, "out\n")
+	sys.Proc(0).Exit(0)
 	waitExit(t, p)
 	if b, err := os.ReadFile(filepath.Join(dir, "started.log")); err != nil || string(b) != "out\n" {
 		t.Errorf("log = %q, %v", b, err)
@@ -226,7 +226,7 @@ func TestConnectBeforeStartAndAbandon(t *testing.T) {
 	if st := q.State(); st.Status != task.Status_STOPPED {
 		t.Errorf("abandoned process is %v", st.Status)
 	}
-	if err := q.Start(ctx, &fakeSystem{}); !errdefs.IsFailedPrecondition(err) {
+	if err := q.Start(ctx, newSystem(t)); !errdefs.IsFailedPrecondition(err) {
 		t.Errorf("Start after Abandon: %v, want FailedPrecondition", err)
 	}
 	// The log file is closed: no descriptor of this process names it (on

@@ -217,9 +217,6 @@ func (p *Process) finish(ctx context.Context, status uint32) {
 	close(p.done)
 }
 
-// Done is closed once the process has exited and its exit is final.
-func (p *Process) Done() <-chan struct{} { return p.done }
-
 // Wait waits until the exit is final and returns it.
 func (p *Process) Wait(ctx context.Context) (uint32, time.Time, error) {
 	select {

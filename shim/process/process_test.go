@@ -11,21 +11,36 @@ import (
 	"github.com/containerd/errdefs"
 
 	"github.com/winproc/winproc/shim/compute"
+	"github.com/winproc/winproc/shim/compute/computetest"
 )
 
-func started(t *testing.T, hook ExitHook) (*Process, *fakeProc) {
+// newSystem is a started fake compute system.
+func newSystem(t *testing.T) *computetest.System {
+	t.Helper()
+	ctx := context.Background()
+	sys, err := computetest.NewBackend().Create(ctx, "c1", &compute.Settings{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := sys.Start(ctx); err != nil {
+		t.Fatal(err)
+	}
+	return sys.(*computetest.System)
+}
+
+func started(t *testing.T, hook ExitHook) (*Process, *computetest.Process) {
 	t.Helper()
 	return startedWith(t, Hooks{OnExit: hook})
 }
 
-func startedWith(t *testing.T, hooks Hooks) (*Process, *fakeProc) {
+func startedWith(t *testing.T, hooks Hooks) (*Process, *computetest.Process) {
 	t.Helper()
-	sys := &fakeSystem{}
+	sys := newSystem(t)
 	p := New("p1", &compute.ProcessSettings{CommandLine: `C:\app.exe`}, Stdio{}, hooks)
 	if err := p.Start(context.Background(), sys); err != nil {
 		t.Fatal(err)
 	}
-	return p, sys.procs[0]
+	return p, sys.Proc(0)
 }
 
 func waitExit(t *testing.T, p *Process) uint32 {
@@ -45,23 +60,23 @@ func waitExit(t *testing.T, p *Process) uint32 {
 func TestLifecycle(t *testing.T) {
 	p, fp := started(t, nil)
 	st := p.State()
-	if st.Status != task.Status_RUNNING || st.Pid != 100 {
-		t.Fatalf("state after start %+v, want running pid 100", st)
+	if st.Status != task.Status_RUNNING || st.Pid != 1000 {
+		t.Fatalf("state after start %+v, want running pid 1000", st)
 	}
-	if err := p.Start(context.Background(), &fakeSystem{}); !errdefs.IsFailedPrecondition(err) {
+	if err := p.Start(context.Background(), newSystem(t)); !errdefs.IsFailedPrecondition(err) {
 		t.Errorf("double start: %v, want FailedPrecondition", err)
 	}
 	if err := p.CheckDeletable(); !errdefs.IsFailedPrecondition(err) {
 		t.Errorf("delete while running: %v, want FailedPrecondition", err)
 	}
-	fp.exit(3)
+	fp.Exit(3)
 	if code := waitExit(t, p); code != 3 {
 		t.Errorf("exit status %d, want 3", code)
 	}
 	if st := p.State(); st.Status != task.Status_STOPPED || st.ExitStatus != 3 {
 		t.Errorf("state after exit %+v", st)
 	}
-	if !fp.closed {
+	if !fp.Closed {
 		t.Error("process handle not closed after exit")
 	}
 	if err := p.CheckDeletable(); err != nil {
@@ -104,8 +119,8 @@ func TestKillSignals(t *testing.T) {
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
 			p, fp := startedWith(t, Hooks{})
-			t.Cleanup(func() { fp.exit(0); waitExit(t, p) })
-			fp.signalErr = tc.signalErr
+			t.Cleanup(func() { fp.Exit(0); waitExit(t, p) })
+			fp.SignalErr = tc.signalErr
 			err := p.Kill(context.Background(), uint32(tc.signal))
 			if tc.wantErr != nil {
 				if !tc.wantErr(err) {
@@ -116,11 +131,11 @@ func TestKillSignals(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			if fp.killed != tc.wantKill {
-				t.Errorf("terminated = %v, want %v", fp.killed, tc.wantKill)
+			if fp.Killed != tc.wantKill {
+				t.Errorf("terminated = %v, want %v", fp.Killed, tc.wantKill)
 			}
-			if tc.wantEvent != 0 && (len(fp.signals) != 1 || fp.signals[0] != tc.wantEvent) {
-				t.Errorf("events %v, want [%v]", fp.signals, tc.wantEvent)
+			if tc.wantEvent != 0 && (len(fp.Signals) != 1 || fp.Signals[0] != tc.wantEvent) {
+				t.Errorf("events %v, want [%v]", fp.Signals, tc.wantEvent)
 			}
 		})
 	}
@@ -138,7 +153,7 @@ func TestKillCreated(t *testing.T) {
 	if code := waitExit(t, p); code != 1 || !hookRan {
 		t.Errorf("killed before start: status %d, hook ran %v; want 1, true", code, hookRan)
 	}
-	if err := p.Start(context.Background(), &fakeSystem{}); !errdefs.IsFailedPrecondition(err) {
+	if err := p.Start(context.Background(), newSystem(t)); !errdefs.IsFailedPrecondition(err) {
 		t.Errorf("start after kill: %v, want FailedPrecondition", err)
 	}
 }
@@ -151,7 +166,7 @@ func TestExitHookRunsBeforeWaitReturns(t *testing.T) {
 		<-release
 		return status + 10
 	})
-	fp.exit(1)
+	fp.Exit(1)
 	ctx, cancel := context.WithTimeout(context.Background(), 100*time.Millisecond)
 	defer cancel()
 	if _, _, err := p.Wait(ctx); !errors.Is(err, context.DeadlineExceeded) {
@@ -168,7 +183,9 @@ func TestExitHookRunsBeforeWaitReturns(t *testing.T) {
 
 func TestStartFailureLeavesCreated(t *testing.T) {
 	p := New("p1", &compute.ProcessSettings{}, Stdio{}, Hooks{})
-	err := p.Start(context.Background(), &fakeSystem{createErr: errors.New("no such file")})
+	sys := newSystem(t)
+	sys.CreateErr = errors.New("no such file")
+	err := p.Start(context.Background(), sys)
 	if err == nil {
 		t.Fatal("start succeeded")
 	}
@@ -179,16 +196,16 @@ func TestStartFailureLeavesCreated(t *testing.T) {
 
 func TestConsoleAndStdin(t *testing.T) {
 	p, fp := started(t, nil)
-	t.Cleanup(func() { fp.exit(0); waitExit(t, p) })
+	t.Cleanup(func() { fp.Exit(0); waitExit(t, p) })
 	if err := p.ResizeConsole(context.Background(), 80, 25); !errdefs.IsFailedPrecondition(err) {
 		t.Errorf("resize without a console: %v, want FailedPrecondition", err)
 	}
 	// The backend ends the process's stdin at the stream's EOF; CloseIO
 	// never cuts it short (streams_linux_test.go).
-	if err := p.CloseStdin(context.Background()); err != nil || fp.stdinShut {
-		t.Errorf("close stdin: %v, process stdin closed by the shim: %v", err, fp.stdinShut)
+	if err := p.CloseStdin(context.Background()); err != nil || fp.StdinClosed {
+		t.Errorf("close stdin: %v, process stdin closed by the shim: %v", err, fp.StdinClosed)
 	}
-	fp.exit(0)
+	fp.Exit(0)
 	waitExit(t, p)
 	if err := p.CloseStdin(context.Background()); err != nil {
 		t.Errorf("close stdin after the exit: %v, want nothing to do", err)

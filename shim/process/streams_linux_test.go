@@ -83,7 +83,7 @@ func TestStdinEveryByteThenEOF(t *testing.T) {
 			t.Run(name, func(t *testing.T) {
 				ctx := context.Background()
 				client := openClientEnd(t)
-				sys := &fakeSystem{}
+				sys := newSystem(t)
 				p := New("p1", &compute.ProcessSettings{CommandLine: `C:\app.exe`, Terminal: terminal}, Stdio{Stdin: client.Name(), Terminal: terminal}, Hooks{})
 				if tt.when == "before-start" {
 					if err := p.CloseStdin(ctx); err != nil {
@@ -93,7 +93,7 @@ func TestStdinEveryByteThenEOF(t *testing.T) {
 				if err := p.Start(ctx, sys); err != nil {
 					t.Fatal(err)
 				}
-				t.Cleanup(func() { sys.procs[0].exit(0); waitExit(t, p) })
+				t.Cleanup(func() { sys.Proc(0).Exit(0); waitExit(t, p) })
 				written := make(chan error, 1)
 				go func() {
 					_, err := client.Write(payload)
@@ -114,15 +114,13 @@ func TestStdinEveryByteThenEOF(t *testing.T) {
 						t.Fatal(err)
 					}
 				}
-				fp := sys.procs[0]
+				fp := sys.Proc(0)
 				select {
-				case <-fp.stdinEOF:
+				case <-fp.StdinEOF:
 				case <-time.After(10 * time.Second):
 					t.Fatal("stdin never reached EOF after CloseIO")
 				}
-				fp.mu.Lock()
-				got := fp.stdin
-				fp.mu.Unlock()
+				got := fp.Stdin
 				if len(got) != len(payload) || string(got) != string(payload) {
 					t.Fatalf("process read %d bytes, want the %d written before CloseIO", len(got), len(payload))
 				}
@@ -162,19 +160,19 @@ func TestStdinOpenUntilCloseIO(t *testing.T) {
 	ctx := context.Background()
 	client := openClientEnd(t)
 	path := client.Name()
-	sys := &fakeSystem{}
+	sys := newSystem(t)
 	p := New("p1", &compute.ProcessSettings{CommandLine: `C:\app.exe`}, Stdio{Stdin: path}, Hooks{})
 	if err := p.Start(ctx, sys); err != nil {
 		t.Fatal(err)
 	}
-	t.Cleanup(func() { sys.procs[0].exit(0); waitExit(t, p) })
+	t.Cleanup(func() { sys.Proc(0).Exit(0); waitExit(t, p) })
 	if _, err := client.Write([]byte("first ")); err != nil {
 		t.Fatal(err)
 	}
 	client.Close()
-	fp := sys.procs[0]
+	fp := sys.Proc(0)
 	select {
-	case <-fp.stdinEOF:
+	case <-fp.StdinEOF:
 		t.Fatal("stdin ended when a client closed its end, before CloseIO")
 	case <-time.After(200 * time.Millisecond):
 	}
@@ -190,13 +188,11 @@ func TestStdinOpenUntilCloseIO(t *testing.T) {
 		t.Fatal(err)
 	}
 	select {
-	case <-fp.stdinEOF:
+	case <-fp.StdinEOF:
 	case <-time.After(10 * time.Second):
 		t.Fatal("no EOF after CloseIO")
 	}
-	fp.mu.Lock()
-	defer fp.mu.Unlock()
-	if got := string(fp.stdin); got != "first second" {
+	if got := string(fp.Stdin); got != "first second" {
 		t.Fatalf("process read %q", got)
 	}
 }
@@ -214,13 +210,13 @@ func TestTerminalIgnoresStderr(t *testing.T) {
 		}
 		t.Cleanup(func() { r.Close() })
 	}
-	sys := &fakeSystem{}
+	sys := newSystem(t)
 	p := New("p1", &compute.ProcessSettings{CommandLine: `C:\app.exe`, Terminal: true}, Stdio{Stdout: stdout, Stderr: stderr, Terminal: true}, Hooks{})
 	if err := p.Start(ctx, sys); err != nil {
 		t.Fatalf("a terminal process with a stderr path: %v", err)
 	}
-	t.Cleanup(func() { sys.procs[0].exit(0); waitExit(t, p) })
-	if ps := sys.procs[0].settings; ps.Stdout == nil || ps.Stderr != nil {
+	t.Cleanup(func() { sys.Proc(0).Exit(0); waitExit(t, p) })
+	if ps := sys.Proc(0).Settings(); ps.Stdout == nil || ps.Stderr != nil {
 		t.Errorf("terminal process streams: stdout %v, stderr %v; want stdout only", ps.Stdout, ps.Stderr)
 	}
 	if st := p.State(); st.Stdio.Stderr != stderr {

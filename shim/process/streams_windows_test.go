@@ -64,13 +64,13 @@ func TestStdioNamedPipes(t *testing.T) {
 	stdout, stdoutConns := containerdPipe(t, "stdout")
 	stderr, stderrConns := containerdPipe(t, "stderr")
 
-	sys := &fakeSystem{}
+	sys := newSystem(t)
 	p := New("p1", &compute.ProcessSettings{CommandLine: `C:\app.exe`}, Stdio{Stdin: stdin, Stdout: stdout, Stderr: stderr}, Hooks{})
 	if err := p.Start(ctx, sys); err != nil {
 		t.Fatal(err)
 	}
-	fp := sys.procs[0]
-	t.Cleanup(func() { fp.exit(0); waitExit(t, p) })
+	fp := sys.Proc(0)
+	t.Cleanup(func() { fp.Exit(0); waitExit(t, p) })
 
 	payload := make([]byte, 200_000)
 	for i := range payload {
@@ -82,13 +82,11 @@ func TestStdioNamedPipes(t *testing.T) {
 	}
 	in.Close()
 	select {
-	case <-fp.stdinEOF:
+	case <-fp.StdinEOF:
 	case <-time.After(10 * time.Second):
 		t.Fatal("the process's stdin never reached EOF")
 	}
-	fp.mu.Lock()
-	got := fp.stdin
-	fp.mu.Unlock()
+	got := fp.Stdin
 	if string(got) != string(payload) {
 		t.Fatalf("the process read %d bytes, want the %d containerd wrote", len(got), len(payload))
 	}
@@ -109,13 +107,13 @@ func TestStdioNamedPipes(t *testing.T) {
 		return ch
 	}
 	out, errOut := read(accepted(t, stdoutConns, "stdout")), read(accepted(t, stderrConns, "stderr"))
-	if _, err := fp.settings.Stdout.Write([]byte("to stdout\n")); err != nil {
+	if _, err := fp.Settings().Stdout.Write([]byte("to stdout\n")); err != nil {
 		t.Fatal(err)
 	}
-	if _, err := fp.settings.Stderr.Write([]byte("to stderr\n")); err != nil {
+	if _, err := fp.Settings().Stderr.Write([]byte("to stderr\n")); err != nil {
 		t.Fatal(err)
 	}
-	fp.exit(3)
+	fp.Exit(3)
 	if code := waitExit(t, p); code != 3 {
 		t.Errorf("exit code %d, want 3", code)
 	}

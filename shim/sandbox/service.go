@@ -133,7 +133,8 @@ func (s *Service) CreateSandbox(ctx context.Context, r *sandboxAPI.CreateSandbox
 
 // pauseSpec is the OCI spec of the pod's infrastructure container id. It
 // carries the annotations containerd's CRI puts on the pause container in
-// podsandbox mode, so backends know it as the pod's sandbox container.
+// podsandbox mode. winproc reads none of them; they are for whoever reads
+// the spec StartSandbox returns (containerd hands it to NRI plugins).
 func pauseSpec(id string, p *cri.Pod, rootfs *pauseimage.Rootfs) *specs.Spec {
 	cwd := rootfs.WorkingDir
 	if cwd == "" {

@@ -2,22 +2,206 @@ package task
 
 import (
 	"context"
+	"encoding/json"
+	"errors"
 	"fmt"
+	"os"
+	"path/filepath"
+	"sync"
 	"syscall"
 	"time"
 
 	eventstypes "github.com/containerd/containerd/api/events"
 	"github.com/containerd/containerd/api/types/task"
+	"github.com/containerd/containerd/v2/core/events"
+	"github.com/containerd/containerd/v2/core/mount"
 	"github.com/containerd/containerd/v2/core/runtime"
 	"github.com/containerd/containerd/v2/pkg/protobuf"
+	"github.com/containerd/containerd/v2/pkg/shutdown"
 	"github.com/containerd/errdefs"
+	"github.com/containerd/log"
+	specs "github.com/opencontainers/runtime-spec/specs-go"
 
+	"github.com/winproc/winproc/shim/compute"
 	"github.com/winproc/winproc/shim/process"
+	"github.com/winproc/winproc/shim/specconv"
 )
 
-// The task service's logic, in native Go: the RPC methods (service.go)
-// only unwrap requests, call these and map errors to gRPC; the sandbox
-// service calls them directly. Errors carry errdefs classes.
+// The task service in native Go: the registry of the pod's tasks and what
+// can be done to them. The RPC methods (service.go) only unwrap requests,
+// call these and map errors to gRPC; the sandbox service calls them
+// directly. Errors carry errdefs classes.
+
+// Service holds every task of a pod over a compute backend.
+type Service struct {
+	backend   compute.Backend
+	publisher events.Publisher
+	shutdown  shutdown.Service
+	// checkImage refuses, at CreateTask, a container whose image the host
+	// cannot run; nil skips the check.
+	checkImage func(ctx context.Context, id string) error
+
+	mu         sync.Mutex
+	containers map[string]*container
+}
+
+// New returns a task service.
+func New(backend compute.Backend, publisher events.Publisher, sd shutdown.Service, checkImage func(ctx context.Context, id string) error) *Service {
+	return &Service{
+		backend:    backend,
+		publisher:  publisher,
+		shutdown:   sd,
+		checkImage: checkImage,
+		containers: map[string]*container{},
+	}
+}
+
+func (s *Service) container(id string) (*container, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	c, ok := s.containers[id]
+	if !ok {
+		return nil, fmt.Errorf("task %s: %w", id, errdefs.ErrNotFound)
+	}
+	return c, nil
+}
+
+func (s *Service) process(id, execID string) (*container, *process.Process, error) {
+	c, err := s.container(id)
+	if err != nil {
+		return nil, nil, err
+	}
+	p, err := c.process(execID)
+	return c, p, err
+}
+
+func (s *Service) publish(ctx context.Context, topic string, event events.Event) {
+	if err := s.publisher.Publish(ctx, topic, event); err != nil {
+		log.G(ctx).WithError(err).WithField("topic", topic).Warn("publish event")
+	}
+}
+
+// exists refuses a task ID already in use.
+func (s *Service) exists(id string) error {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if _, ok := s.containers[id]; ok {
+		return fmt.Errorf("task %s: %w", id, errdefs.ErrAlreadyExists)
+	}
+	return nil
+}
+
+// CreateTask creates the compute system of task id from the OCI spec in
+// its bundle, once its image passes the image check; its init process
+// starts with StartProcess.
+func (s *Service) CreateTask(ctx context.Context, id, bundle string, rootfs []mount.Mount, stdio process.Stdio) error {
+	if err := s.exists(id); err != nil {
+		return err
+	}
+	spec, err := readSpec(bundle)
+	if err != nil {
+		return err
+	}
+	if s.checkImage != nil {
+		if err := s.checkImage(ctx, id); err != nil {
+			return err
+		}
+	}
+	return s.create(ctx, id, bundle, spec, rootfs, stdio, nil)
+}
+
+// CreateFromSpec creates a task containerd did not ask for: the pod's pause
+// container, whose spec and rootfs the shim's sandbox service made. release
+// runs after the task's compute system is torn down.
+func (s *Service) CreateFromSpec(ctx context.Context, id, bundle string, spec *specs.Spec, rootfs []mount.Mount, release func(context.Context) error) error {
+	if err := s.exists(id); err != nil {
+		return err
+	}
+	return s.create(ctx, id, bundle, spec, rootfs, process.Stdio{}, release)
+}
+
+func (s *Service) create(ctx context.Context, id, bundle string, spec *specs.Spec, rootfs []mount.Mount, stdio process.Stdio, release func(context.Context) error) error {
+	settings, procSettings, err := specconv.FromSpec(spec, rootfs, s.backend.HostCPUs())
+	if err != nil {
+		return fmt.Errorf("task %s: %w", id, err)
+	}
+	if settings.Resources.CPUCountCapped {
+		log.G(ctx).WithField("task", id).Warnf("CPU count %d is more than the host's %d processors; using %d",
+			settings.Resources.RequestedCPUCount, s.backend.HostCPUs(), settings.Resources.CPUCount)
+	}
+	c := &container{id: id, bundle: bundle, execs: map[string]*process.Process{}, release: release}
+	c.init = process.New(id, procSettings, stdio, process.Hooks{
+		OnExit: c.teardown,
+		Notify: s.exitNotifier(id),
+	})
+	if err := c.init.Connect(ctx); err != nil {
+		return fmt.Errorf("task %s: %w", id, err)
+	}
+	sys, err := s.backend.Create(ctx, id, settings)
+	if err != nil {
+		c.init.Abandon()
+		return fmt.Errorf("create compute system for task %s: %w", id, err)
+	}
+	c.system = sys
+	s.mu.Lock()
+	s.containers[id] = c
+	s.mu.Unlock()
+	return nil
+}
+
+func readSpec(bundle string) (*specs.Spec, error) {
+	b, err := os.ReadFile(filepath.Join(bundle, "config.json"))
+	if errors.Is(err, os.ErrNotExist) {
+		return nil, fmt.Errorf("bundle %s has no config.json: %w", bundle, errdefs.ErrNotFound)
+	}
+	if err != nil {
+		return nil, fmt.Errorf("read the OCI spec of bundle %s: %w", bundle, err)
+	}
+	var spec specs.Spec
+	if err := json.Unmarshal(b, &spec); err != nil {
+		return nil, fmt.Errorf("decode the OCI spec of bundle %s: %v: %w", bundle, err, errdefs.ErrInvalidArgument)
+	}
+	return &spec, nil
+}
+
+// exitNotifier publishes a process's exit: before its Wait returns, and for
+// an init process after the compute system is torn down.
+func (s *Service) exitNotifier(containerID string) func(context.Context, process.State) {
+	return func(ctx context.Context, st process.State) {
+		s.publish(ctx, runtime.TaskExitEventTopic, &eventstypes.TaskExit{
+			ContainerID: containerID,
+			ID:          st.ID,
+			Pid:         st.Pid,
+			ExitStatus:  st.ExitStatus,
+			ExitedAt:    protobuf.ToTimestamp(st.ExitedAt),
+		})
+	}
+}
+
+// ExecProcess adds process execID to running task id; it starts with
+// StartProcess.
+func (s *Service) ExecProcess(ctx context.Context, id, execID string, spec *specs.Process, stdio process.Stdio) error {
+	c, err := s.container(id)
+	if err != nil {
+		return err
+	}
+	if st := c.init.State(); st.Status != task.Status_RUNNING {
+		return fmt.Errorf("task %s is not running; cannot exec %s in it: %w", id, execID, errdefs.ErrFailedPrecondition)
+	}
+	if spec == nil {
+		return fmt.Errorf("exec %s has no process spec: %w", execID, errdefs.ErrInvalidArgument)
+	}
+	settings, err := specconv.ProcessFromSpec(spec)
+	if err != nil {
+		return fmt.Errorf("exec %s: %w", execID, err)
+	}
+	p := process.New(execID, settings, stdio, process.Hooks{Notify: s.exitNotifier(id)})
+	if err := c.addExec(p); err != nil {
+		return err
+	}
+	s.publish(ctx, runtime.TaskExecAddedEventTopic, &eventstypes.TaskExecAdded{ContainerID: id, ExecID: execID})
+	return nil
+}
 
 // StartProcess starts the init process of task id (and with it the
 // compute system) or its exec execID, and returns the pid.
@@ -128,4 +312,120 @@ func (s *Service) ShutdownIfIdle() {
 	if n == 0 {
 		s.shutdown.Shutdown()
 	}
+}
+
+// TaskProcess is a process of a task's compute system.
+type TaskProcess struct {
+	compute.ProcessInfo
+	// ExecID names the task's own process it is, if any: the task's ID
+	// for its init process.
+	ExecID string
+}
+
+// ListProcesses lists the processes in the compute system of task id.
+func (s *Service) ListProcesses(ctx context.Context, id string) ([]TaskProcess, error) {
+	c, err := s.container(id)
+	if err != nil {
+		return nil, err
+	}
+	list, err := c.system.ProcessList(ctx)
+	if err != nil {
+		return nil, fmt.Errorf("list processes of task %s: %w", id, err)
+	}
+	execIDs := map[uint32]string{c.init.State().Pid: c.id}
+	for _, e := range c.execList() {
+		if st := e.State(); st.Pid != 0 {
+			execIDs[st.Pid] = e.ID()
+		}
+	}
+	procs := make([]TaskProcess, 0, len(list))
+	for _, p := range list {
+		procs = append(procs, TaskProcess{ProcessInfo: p, ExecID: execIDs[p.Pid]})
+	}
+	return procs, nil
+}
+
+// ResizeProcess resizes the console of a process.
+func (s *Service) ResizeProcess(ctx context.Context, id, execID string, width, height uint32) error {
+	_, p, err := s.process(id, execID)
+	if err != nil {
+		return err
+	}
+	return p.ResizeConsole(ctx, width, height)
+}
+
+// CloseProcessIO closes, if stdin is set, the standard input of a process.
+func (s *Service) CloseProcessIO(ctx context.Context, id, execID string, stdin bool) error {
+	_, p, err := s.process(id, execID)
+	if err != nil {
+		return err
+	}
+	if !stdin {
+		return nil
+	}
+	return p.CloseStdin(ctx)
+}
+
+// UpdateTask changes the CPU and memory limits of task id.
+func (s *Service) UpdateTask(ctx context.Context, id string, res *specs.WindowsResources) error {
+	c, err := s.container(id)
+	if err != nil {
+		return err
+	}
+	if res == nil {
+		return fmt.Errorf("update of task %s carries no resources: %w", id, errdefs.ErrInvalidArgument)
+	}
+	resources, err := specconv.ResourcesFromSpec(res, s.backend.HostCPUs())
+	if err != nil {
+		return fmt.Errorf("update of task %s: %w", id, err)
+	}
+	if err := c.system.Modify(ctx, resources); err != nil {
+		return fmt.Errorf("update of task %s: %w", id, err)
+	}
+	return nil
+}
+
+// TaskStats reports the compute system of task id.
+func (s *Service) TaskStats(ctx context.Context, id string) (*compute.Stats, error) {
+	c, err := s.container(id)
+	if err != nil {
+		return nil, err
+	}
+	st, err := c.system.Stats(ctx)
+	if err != nil {
+		return nil, fmt.Errorf("statistics of task %s: %w", id, err)
+	}
+	return st, nil
+}
+
+// PodStats sums the statistics of every compute system this shim serves:
+// the pod's usage.
+func (s *Service) PodStats(ctx context.Context) (*compute.Stats, error) {
+	s.mu.Lock()
+	list := make([]*container, 0, len(s.containers))
+	for _, c := range s.containers {
+		list = append(list, c)
+	}
+	s.mu.Unlock()
+	sum := &compute.Stats{Timestamp: time.Now()}
+	for _, c := range list {
+		if st := c.init.State(); st.Status != task.Status_RUNNING {
+			continue
+		}
+		st, err := c.system.Stats(ctx)
+		if err != nil {
+			return nil, fmt.Errorf("statistics of task %s: %w", c.id, err)
+		}
+		sum.CPU.TotalRuntimeNS += st.CPU.TotalRuntimeNS
+		sum.CPU.RuntimeUserNS += st.CPU.RuntimeUserNS
+		sum.CPU.RuntimeKernelNS += st.CPU.RuntimeKernelNS
+		sum.Memory.CommitBytes += st.Memory.CommitBytes
+		sum.Memory.CommitPeakBytes += st.Memory.CommitPeakBytes
+		sum.Memory.PrivateWorkingSetBytes += st.Memory.PrivateWorkingSetBytes
+		sum.Storage.ReadCount += st.Storage.ReadCount
+		sum.Storage.ReadBytes += st.Storage.ReadBytes
+		sum.Storage.WriteCount += st.Storage.WriteCount
+		sum.Storage.WriteBytes += st.Storage.WriteBytes
+	}
+	return sum, nil
 }

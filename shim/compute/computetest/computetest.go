@@ -1,4 +1,4 @@
-// Package computetest is a fake of the compute seam for tests of the
+// Package computetest is the one fake of the compute seam, for tests of the
 // shim's services: systems and processes that exit when told to, record
 // what was asked of them, and never touch HCS or Wine.
 package computetest
@@ -6,6 +6,7 @@ package computetest
 import (
 	"context"
 	"errors"
+	"io"
 	"strings"
 	"sync"
 	"time"
@@ -63,10 +64,12 @@ type System struct {
 	Terminated     bool
 	Closed         bool
 	ShutdownErr    error
-	Modified       []compute.Resources
-	procs          []*Process
-	stopped        chan struct{}
-	stopOnce       sync.Once
+	// CreateErr, when set, fails CreateProcess.
+	CreateErr error
+	Modified  []compute.Resources
+	procs     []*Process
+	stopped   chan struct{}
+	stopOnce  sync.Once
 }
 
 func (s *System) ID() string { return s.id }
@@ -145,11 +148,19 @@ func (s *System) Modify(_ context.Context, r compute.Resources) error {
 func (s *System) CreateProcess(_ context.Context, ps *compute.ProcessSettings) (compute.Process, error) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
+	if s.CreateErr != nil {
+		return nil, s.CreateErr
+	}
 	if !s.Started {
 		return nil, errors.New("system not started")
 	}
-	p := &Process{pid: 1000 + len(s.procs), settings: ps, exited: make(chan struct{})}
+	p := &Process{pid: 1000 + len(s.procs), settings: ps, exited: make(chan struct{}), StdinEOF: make(chan struct{})}
 	s.procs = append(s.procs, p)
+	if ps.Stdin != nil {
+		go p.readStdin(ps.Stdin)
+	} else {
+		close(p.StdinEOF)
+	}
 	return p, nil
 }
 
@@ -173,9 +184,36 @@ type Process struct {
 
 	mu      sync.Mutex
 	Signals []compute.Signal
-	code    int
-	exited  chan struct{}
-	once    sync.Once
+	// SignalErr, when set, fails Signal.
+	SignalErr   error
+	Killed      bool
+	Closed      bool
+	StdinClosed bool // by CloseStdin
+	// Stdin is what the process read from its standard input; StdinEOF
+	// is closed when that reached EOF.
+	Stdin    []byte
+	StdinEOF chan struct{}
+	code     int
+	exited   chan struct{}
+	once     sync.Once
+}
+
+// readStdin copies the process's standard input until EOF, as a backend
+// must; what arrives after CloseStdin is lost, as with a real pipe.
+func (p *Process) readStdin(r io.Reader) {
+	defer close(p.StdinEOF)
+	buf := make([]byte, 4096)
+	for {
+		n, err := r.Read(buf)
+		p.mu.Lock()
+		if !p.StdinClosed {
+			p.Stdin = append(p.Stdin, buf[:n]...)
+		}
+		p.mu.Unlock()
+		if err != nil {
+			return
+		}
+	}
 }
 
 // Exit makes the process exit with code.
@@ -197,14 +235,25 @@ func (p *Process) Settings() *compute.ProcessSettings { return p.settings }
 // a console handler does.
 func (p *Process) Signal(_ context.Context, s compute.Signal) error {
 	p.mu.Lock()
+	if err := p.SignalErr; err != nil {
+		p.mu.Unlock()
+		return err
+	}
 	p.Signals = append(p.Signals, s)
 	p.mu.Unlock()
 	p.Exit(0)
 	return nil
 }
 
-func (p *Process) Kill(context.Context) error { p.Exit(137); return nil }
-func (p *Process) Wait() <-chan struct{}      { return p.exited }
+func (p *Process) Kill(context.Context) error {
+	p.mu.Lock()
+	p.Killed = true
+	p.mu.Unlock()
+	p.Exit(137)
+	return nil
+}
+
+func (p *Process) Wait() <-chan struct{} { return p.exited }
 
 func (p *Process) ExitCode() (int, error) {
 	p.mu.Lock()
@@ -213,8 +262,20 @@ func (p *Process) ExitCode() (int, error) {
 }
 
 func (p *Process) ResizeConsole(context.Context, uint16, uint16) error { return nil }
-func (p *Process) CloseStdin(context.Context) error                    { return nil }
-func (p *Process) Close() error                                        { return nil }
+
+func (p *Process) CloseStdin(context.Context) error {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	p.StdinClosed = true
+	return nil
+}
+
+func (p *Process) Close() error {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	p.Closed = true
+	return nil
+}
 
 // imageName is the file name of a command line's program, as Windows
 // reports a process's image.

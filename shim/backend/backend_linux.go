@@ -1,6 +1,6 @@
 //go:build linux
 
-package main
+package backend
 
 import (
 	"context"
@@ -36,7 +36,9 @@ func root(ctx context.Context) (string, error) {
 	return filepath.Join(state, "winproc-emulation", ns), nil
 }
 
-func newBackend(ctx context.Context, o options.Options) (compute.Backend, error) {
+// New opens the backend for the shim that serves tasks, with the
+// handler's options.
+func New(ctx context.Context, o options.Options) (compute.Backend, error) {
 	r, err := root(ctx)
 	if err != nil {
 		return nil, err
@@ -44,9 +46,9 @@ func newBackend(ctx context.Context, o options.Options) (compute.Backend, error)
 	return emulation.New(emulation.Config{Root: r, TemplatePrefix: o.WineTemplatePrefix})
 }
 
-// openBackend serves `delete`, which gets no runtime options: cleaning up
-// needs no template prefix.
-func openBackend(ctx context.Context) (compute.Backend, error) {
+// Open opens the backend for `delete`, which gets no runtime options:
+// cleaning up needs no template prefix.
+func Open(ctx context.Context) (compute.Backend, error) {
 	r, err := root(ctx)
 	if err != nil {
 		return nil, err
@@ -54,7 +56,9 @@ func openBackend(ctx context.Context) (compute.Backend, error) {
 	return emulation.New(emulation.Config{Root: r})
 }
 
-func hostBuild(o options.Options) (winbuild.Version, error) {
+// HostBuild is the Windows build the emulated host claims: the handler's
+// host_build, else defaultHostBuild.
+func HostBuild(o options.Options) (winbuild.Version, error) {
 	if o.HostBuild == "" {
 		return winbuild.Parse(defaultHostBuild)
 	}

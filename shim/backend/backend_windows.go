@@ -1,6 +1,6 @@
 //go:build windows
 
-package main
+package backend
 
 import (
 	"context"
@@ -19,14 +19,18 @@ func stateDir() string {
 	return filepath.Join(os.Getenv("ProgramData"), "winproc", "hcs")
 }
 
-func newBackend(context.Context, options.Options) (compute.Backend, error) {
+// New opens the backend for the shim that serves tasks, with the
+// handler's options.
+func New(context.Context, options.Options) (compute.Backend, error) {
 	return hcs.New(hcs.Options{StateDir: stateDir()})
 }
 
-func openBackend(context.Context) (compute.Backend, error) {
+// Open opens the backend for `delete`.
+func Open(context.Context) (compute.Backend, error) {
 	return hcs.New(hcs.Options{StateDir: stateDir()})
 }
 
-func hostBuild(options.Options) (winbuild.Version, error) {
+// HostBuild is the host's Windows build.
+func HostBuild(options.Options) (winbuild.Version, error) {
 	return winbuild.Host()
 }
