@@ -30,7 +30,7 @@ func TestGenerateWindowsNode(t *testing.T) {
 	}{
 		{[]string{"version"}, int64(3)},
 		{[]string{"proxy_plugins", "windowsfilter", "type"}, "snapshot"},
-		{[]string{"proxy_plugins", "windowsfilter", "address"}, `\\.\pipe\winproc-snapshotter`},
+		{[]string{"proxy_plugins", "windowsfilter", "address"}, `\\.\pipe\ProtectedPrefix\Administrators\winproc-snapshotter`},
 		{[]string{"proxy_plugins", "windowsfilter", "platform"}, "windows/amd64"},
 		{[]string{"proxy_plugins", "windowsfilter-diff", "type"}, "diff"},
 		{[]string{"plugins", "io.containerd.cri.v1.runtime", "containerd", "runtimes", "winproc", "runtime_type"}, "io.containerd.winproc.v2"},

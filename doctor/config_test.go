@@ -74,11 +74,11 @@ version = 2
 [proxy_plugins]
   [proxy_plugins.windowsfilter]
     type = "snapshot"
-    address = '\\.\pipe\winproc-snapshotter'
+    address = '\\.\pipe\ProtectedPrefix\Administrators\winproc-snapshotter'
     platform = "windows/amd64"
   [proxy_plugins.windowsfilter-diff]
     type = "diff"
-    address = '\\.\pipe\winproc-snapshotter'
+    address = '\\.\pipe\ProtectedPrefix\Administrators\winproc-snapshotter'
     platform = "windows/amd64"
 `
 
@@ -138,8 +138,8 @@ func TestDoctorLoadConfigShapes(t *testing.T) {
 			want: Config{
 				Path: "/c.toml", Version: 3, Files: []string{"/c.toml"},
 				ProxyPlugins: map[string]ProxyPlugin{
-					"windowsfilter":      {Type: "snapshot", Address: `\\.\pipe\winproc-snapshotter`, Platform: "windows/amd64", Root: `C:\ProgramData\winproc\snapshotter`},
-					"windowsfilter-diff": {Type: "diff", Address: `\\.\pipe\winproc-snapshotter`, Platform: "windows/amd64"},
+					"windowsfilter":      {Type: "snapshot", Address: `\\.\pipe\ProtectedPrefix\Administrators\winproc-snapshotter`, Platform: "windows/amd64", Root: `C:\ProgramData\winproc\snapshotter`},
+					"windowsfilter-diff": {Type: "diff", Address: `\\.\pipe\ProtectedPrefix\Administrators\winproc-snapshotter`, Platform: "windows/amd64"},
 				},
 				Runtimes: map[string]Runtime{"winproc": {RuntimeType: "io.containerd.winproc.v2", Sandboxer: "shim", Snapshotter: "windowsfilter"}},
 				RuntimePlatforms: map[string]RuntimePlatform{
@@ -155,8 +155,8 @@ func TestDoctorLoadConfigShapes(t *testing.T) {
 			want: Config{
 				Path: "/c.toml", Version: 2, Files: []string{"/c.toml"}, GRPCAddress: "/run/containerd/c17.sock",
 				ProxyPlugins: map[string]ProxyPlugin{
-					"windowsfilter":      {Type: "snapshot", Address: `\\.\pipe\winproc-snapshotter`, Platform: "windows/amd64"},
-					"windowsfilter-diff": {Type: "diff", Address: `\\.\pipe\winproc-snapshotter`, Platform: "windows/amd64"},
+					"windowsfilter":      {Type: "snapshot", Address: `\\.\pipe\ProtectedPrefix\Administrators\winproc-snapshotter`, Platform: "windows/amd64"},
+					"windowsfilter-diff": {Type: "diff", Address: `\\.\pipe\ProtectedPrefix\Administrators\winproc-snapshotter`, Platform: "windows/amd64"},
 				},
 				Runtimes: map[string]Runtime{
 					"winproc":             {RuntimeType: "io.containerd.winproc.v2", Sandboxer: "shim"},

@@ -96,6 +96,7 @@ const (
 	CheckPlugins      = "plugins"
 	CheckPauseImage   = "pause image"
 	CheckRuntimeClass = "runtimeclass"
+	CheckStateDirs    = "state dirs"
 )
 
 // DefaultHandler is the runtime handler name the checks look for.
@@ -164,6 +165,7 @@ func Run(ctx context.Context, o Options) *Report {
 	d.checkSnapshotter(ctx)
 	d.checkPlugins(ctx)
 	d.checkPauseImage(ctx)
+	d.checkStateDirs()
 	if len(o.RuntimeClasses) > 0 {
 		d.checkRuntimeClasses()
 	}

@@ -33,9 +33,21 @@ type fakeSystem struct {
 	listening map[string]bool
 	host      *winbuild.Version
 	cd        *fakeContainerd
+	access    map[string]DirAccess // DirAccess by path; others do not exist
+	accessErr error                // DirAccess's error for every path
 }
 
-func (s *fakeSystem) GOOS() string                          { return s.goos }
+func (s *fakeSystem) GOOS() string { return s.goos }
+func (s *fakeSystem) DirAccess(p string) (DirAccess, error) {
+	if s.accessErr != nil {
+		return DirAccess{}, s.accessErr
+	}
+	a, ok := s.access[p]
+	if !ok {
+		return DirAccess{}, fs.ErrNotExist
+	}
+	return a, nil
+}
 func (s *fakeSystem) Getenv(string) string                  { return "" }
 func (s *fakeSystem) ReadFile(p string) ([]byte, error)     { return s.files.ReadFile(p) }
 func (s *fakeSystem) Glob(p string) ([]string, error)       { return s.files.Glob(p) }
@@ -228,6 +240,7 @@ func healthy(t *testing.T) (*fakeSystem, Options) {
 		shimOut:   map[string][]byte{"/usr/local/bin/containerd-shim-winproc-v2": info},
 		listening: map[string]bool{"/run/snap.sock": true},
 		cd:        cd,
+		access:    map[string]DirAccess{"/var/lib/winproc-snapshotter": {}},
 	}
 	return sys, Options{System: sys, ConfigPath: "/etc/containerd/config.toml"}
 }
@@ -250,7 +263,7 @@ func TestDoctorRunHealthy(t *testing.T) {
 			t.Errorf("%s: %s %q, fix %q", c.Name, c.Status, c.Summary, c.Fix)
 		}
 	}
-	want := []string{CheckConfig, CheckHandler, CheckProxyPlugins, CheckUnpack, CheckShim, CheckContainerd, CheckSnapshotter, CheckPlugins, CheckPauseImage}
+	want := []string{CheckConfig, CheckHandler, CheckProxyPlugins, CheckUnpack, CheckShim, CheckContainerd, CheckSnapshotter, CheckPlugins, CheckPauseImage, CheckStateDirs}
 	if fmt.Sprint(names) != fmt.Sprint(want) {
 		t.Errorf("checks %v, want %v", names, want)
 	}
@@ -264,7 +277,8 @@ func TestDoctorRunHealthy(t *testing.T) {
 		"OK    pause image    example.com/winproc/pause:test: windows/amd64 10.0.20348.1, snapshotter windowsfilter, has C:\\pause.exe and C:\\Windows\\System32\\wincat.exe\n",
 		"OK    handler        winproc: runtime_type io.containerd.winproc.v2, sandboxer shim, snapshotter windowsfilter\n",
 		"      pause_image example.com/winproc/pause:test\n",
-		"\n9 checks: 0 failed, 0 warnings\n",
+		"OK    state dirs     administrators only: /var/lib/winproc-snapshotter\n",
+		"\n10 checks: 0 failed, 0 warnings\n",
 	} {
 		if !strings.Contains(text.String(), want) {
 			t.Errorf("text output lacks %q", want)
@@ -310,7 +324,7 @@ func TestDoctorRunFindings(t *testing.T) {
 			CheckContainerd, OK, "containerd v2.4.2 (abc) at /run/c.sock", ""},
 		{"a version 2 config (containerd 1.7)", func(s *fakeSystem, o *Options) {
 			s.files["/etc/containerd/config.toml"] = configV2
-			s.listening[`\\.\pipe\winproc-snapshotter`] = true
+			s.listening[`\\.\pipe\ProtectedPrefix\Administrators\winproc-snapshotter`] = true
 		}, CheckHandler, OK, "winproc: runtime_type io.containerd.winproc.v2, sandboxer shim, snapshotter windowsfilter (CRI's default)", ""},
 		{"a version 2 config: the diff service", func(s *fakeSystem, o *Options) { s.files["/etc/containerd/config.toml"] = configV2 },
 			CheckUnpack, Warn, "the diff service does not try windowsfilter-diff (no default set)", `set in [plugins."io.containerd.service.v1.diff-service"]: default = ["windowsfilter-diff", "walking"]`},

@@ -39,6 +39,9 @@ type System interface {
 	Dial(ctx context.Context, address string) error
 	// HostBuild is the host's own Windows build; an error off Windows.
 	HostBuild() (winbuild.Version, error)
+	// DirAccess says who besides the administrators can use the
+	// directory path (fs.ErrNotExist when there is none).
+	DirAccess(path string) (DirAccess, error)
 	// Containerd returns a connection to containerd at address; it may
 	// connect lazily, so an unreachable containerd shows in the calls.
 	Containerd(address string) (Containerd, error)

@@ -24,7 +24,7 @@ const PauseImage = "winproc.local/pause:node"
 
 // Node is the node the fragment registers winproc on: containerdconfig's
 // Windows node (handler "winproc", sandboxer "shim", winproc-snapshotter on
-// \\.\pipe\winproc-snapshotter), with the pause image install.ps1 imports
+// \\.\pipe\ProtectedPrefix\Administrators\winproc-snapshotter), with the pause image install.ps1 imports
 // and without containerd's pre-pull of its own pause image (which would
 // need a registry and is not what the shim runs).
 func Node() containerdconfig.Node {

@@ -78,7 +78,7 @@ func TestFragmentContent(t *testing.T) {
 		t.Errorf("the fragment sets node settings: root %q, state %q, grpc %v, shim manager %v", f.Root, f.State, f.GRPC, f.Plugins.ShimManager)
 	}
 	for _, name := range []string{"windowsfilter", "windowsfilter-diff"} {
-		if p := f.ProxyPlugins[name]; p.Address != `\\.\pipe\winproc-snapshotter` || p.Platform != "windows/amd64" {
+		if p := f.ProxyPlugins[name]; p.Address != `\\.\pipe\ProtectedPrefix\Administrators\winproc-snapshotter` || p.Platform != "windows/amd64" {
 			t.Errorf("proxy plugin %s = %+v", name, p)
 		}
 	}
@@ -170,7 +170,7 @@ func checkMerged(t *testing.T, version string, out []byte) {
 		t.Errorf("version %s: no winproc handler after the merge: %v", version, c.Runtimes)
 	}
 	for _, name := range []string{"windowsfilter", "windowsfilter-diff"} {
-		if merged.ProxyPlugins[name].Address != `\\.\pipe\winproc-snapshotter` {
+		if merged.ProxyPlugins[name].Address != `\\.\pipe\ProtectedPrefix\Administrators\winproc-snapshotter` {
 			t.Errorf("version %s: proxy plugin %s after the merge: %+v", version, name, merged.ProxyPlugins[name])
 		}
 	}

@@ -10,7 +10,7 @@ Steps (each is safe to run again; see README.md beside this script):
   2. places the binaries: containerd-shim-winproc-v2.exe beside containerd.exe (containerd
      finds shims there), winproc-snapshotter.exe and winproc.exe in -InstallDir;
   3. registers winproc-snapshotter as a Windows service (or, with -SnapshotterAsTask, as a
-     startup task) serving \\.\pipe\winproc-snapshotter, and starts it;
+     startup task) serving \\.\pipe\ProtectedPrefix\Administrators\winproc-snapshotter, and starts it;
   4. copies containerd-winproc.toml into containerd's conf.d and adds it to config.toml's
      imports (config.toml is backed up first, and restored if containerd rejects the result);
   5. restarts containerd and checks that the windowsfilter snapshotter and differ are loaded;
@@ -58,7 +58,7 @@ $ErrorActionPreference = 'Stop'
 # containerdconfig.Windows()'s, the pause image is install.PauseImage.
 $Handler = 'winproc'
 $ServiceName = 'winproc-snapshotter'
-$SnapshotterPipe = '\\.\pipe\winproc-snapshotter'
+$SnapshotterPipe = '\\.\pipe\ProtectedPrefix\Administrators\winproc-snapshotter'
 $ContainerdPipe = '\\.\pipe\containerd-containerd'
 $PauseImage = 'winproc.local/pause:node'
 $FragmentFile = 'containerd-winproc.toml'
@@ -96,8 +96,22 @@ function Wait-Until([scriptblock] $Test, [int] $Seconds, [string] $Message) {
     }
 }
 
-function Test-Pipe([string] $Name) {
-    return [bool](Get-ChildItem '\\.\pipe\' | Where-Object { $_.Name -eq $Name })
+# Test-Pipe lists pipes rather than opening one: an open would take an
+# instance from its server.
+function Test-Pipe([string] $Path) {
+    return [System.IO.Directory]::GetFiles('\\.\pipe\') -contains $Path
+}
+
+# New-StateDirectory makes a directory of winproc's state for Administrators
+# and SYSTEM only, owned by Administrators, as containerd makes its own:
+# under ProgramData a directory otherwise inherits read access for every
+# user, and one a user made first would stay theirs. An existing directory
+# is set the same way.
+function New-StateDirectory([string] $Path) {
+    New-Item -ItemType Directory -Force -Path $Path | Out-Null
+    $acl = New-Object System.Security.AccessControl.DirectorySecurity
+    $acl.SetSecurityDescriptorSddlForm('O:BAD:P(A;OICI;GA;;;BA)(A;OICI;GA;;;SY)')
+    Set-Acl -LiteralPath $Path -AclObject $acl
 }
 
 # Writes UTF-8 without a byte order mark: containerd's TOML parser does not
@@ -204,7 +218,10 @@ function Install-Binaries($Node) {
 function Register-Snapshotter {
     $exe = Join-Path $InstallDir 'winproc-snapshotter.exe'
     $arguments = "-root `"$SnapshotterRoot`" -address $SnapshotterPipe -log-file `"$(Join-Path $SnapshotterRoot 'winproc-snapshotter.log')`""
-    New-Item -ItemType Directory -Force -Path $SnapshotterRoot | Out-Null
+    # winproc's own state root (the shim's records are there too), and the
+    # snapshotter's root, which may be elsewhere.
+    New-StateDirectory (Join-Path $env:ProgramData 'winproc')
+    New-StateDirectory $SnapshotterRoot
     if ($SnapshotterAsTask) {
         Write-Step "Registering $ServiceName as a startup task"
         $action = New-ScheduledTaskAction -Execute $exe -Argument $arguments
@@ -230,7 +247,7 @@ function Register-Snapshotter {
             throw "The $ServiceName service did not start; its log is $(Join-Path $SnapshotterRoot 'winproc-snapshotter.log'). To run it as a startup task instead, rerun with -SnapshotterAsTask. $_"
         }
     }
-    Wait-Until { Test-Pipe 'winproc-snapshotter' } 30 "Nothing listens on $SnapshotterPipe 30 s after $ServiceName started."
+    Wait-Until { Test-Pipe $SnapshotterPipe } 30 "Nothing listens on $SnapshotterPipe 30 s after $ServiceName started."
     Write-Host "    listening on $SnapshotterPipe, snapshots in $SnapshotterRoot"
 }
 

@@ -3,7 +3,10 @@ package install
 import (
 	"os"
 	"regexp"
+	"strings"
 	"testing"
+
+	"github.com/winproc/winproc/internal/containerdnames"
 )
 
 // The snapshotter's service restarts however it stops: `sc.exe failure`
@@ -32,5 +35,32 @@ func TestScriptServiceRecovery(t *testing.T) {
 		case at[0] > start[0]:
 			t.Errorf("install.ps1 sets the %s after starting the service", tc.what)
 		}
+	}
+}
+
+// The script serves and checks the snapshotter on winproc's own pipe,
+// under the prefix where only administrators can create pipes, and makes
+// winproc's state directories for Administrators and SYSTEM only, as
+// containerd makes its own, owned by Administrators.
+func TestScriptStateIsAdministratorsOnly(t *testing.T) {
+	b, err := os.ReadFile("install.ps1")
+	if err != nil {
+		t.Fatal(err)
+	}
+	script := string(b)
+	if want := "$SnapshotterPipe = '" + containerdnames.SnapshotterAddressWindows + "'"; !strings.Contains(script, want) {
+		t.Errorf("install.ps1 does not set %s", want)
+	}
+	// containerd's sys.SddlAdministratorsLocalSystem, owned by Administrators.
+	if !strings.Contains(script, "SetSecurityDescriptorSddlForm('O:BAD:P(A;OICI;GA;;;BA)(A;OICI;GA;;;SY)')") {
+		t.Error("install.ps1 does not make its state directories for Administrators and SYSTEM only")
+	}
+	for _, dir := range []string{`New-StateDirectory (Join-Path $env:ProgramData 'winproc')`, `New-StateDirectory $SnapshotterRoot`} {
+		if !strings.Contains(script, dir) {
+			t.Errorf("install.ps1 lacks %s", dir)
+		}
+	}
+	if regexp.MustCompile(`New-Item[^\n]*\$SnapshotterRoot`).MatchString(script) {
+		t.Error("install.ps1 makes the snapshotter's root with New-Item, which inherits ProgramData's access for every user")
 	}
 }

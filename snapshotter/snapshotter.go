@@ -34,6 +34,7 @@ import (
 	"github.com/containerd/containerd/v2/core/mount"
 	"github.com/containerd/containerd/v2/core/snapshots"
 	"github.com/containerd/containerd/v2/core/snapshots/storage"
+	"github.com/containerd/containerd/v2/pkg/sys"
 	"github.com/containerd/continuity/fs"
 	"github.com/containerd/errdefs"
 	"github.com/containerd/log"
@@ -82,7 +83,9 @@ func New(ctx context.Context, root string) (*Snapshotter, error) {
 }
 
 func open(ctx context.Context, root string, layers layerOps) (*Snapshotter, error) {
-	if err := os.MkdirAll(layermount.SnapshotsDir(root), 0o700); err != nil {
+	// For Administrators and SYSTEM only, as containerd's windows
+	// snapshotter makes its root: the layers of every image on the node.
+	if err := sys.MkdirAllWithACL(layermount.SnapshotsDir(root), 0o700); err != nil {
 		return nil, fmt.Errorf("create snapshotter root %s: %w", root, err)
 	}
 	ms, err := storage.NewMetaStore(filepath.Join(root, "metadata.db"))

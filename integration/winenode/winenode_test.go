@@ -193,7 +193,7 @@ func TestTaskCreateThroughContainerd(t *testing.T) {
 		}
 	}
 	log := n.ContainerdLog()
-	if !regexp.MustCompile(`msg="connecting to shim c1" address="\\\\\\\\.\\\\pipe\\\\winproc-shim-[0-9a-f]+" namespace=default protocol=ttrpc version=3`).MatchString(log) {
+	if !regexp.MustCompile(`msg="connecting to shim c1" address="\\\\\\\\.\\\\pipe\\\\ProtectedPrefix\\\\Administrators\\\\winproc-shim-[0-9a-f]+" namespace=default protocol=ttrpc version=3`).MatchString(log) {
 		t.Errorf("containerd did not connect to the shim's pipe from its bootstrap result")
 	}
 	waitLog(t, n, `msg="cleaning up dead shim" id=c1`)
@@ -272,7 +272,7 @@ func TestShimStartConnectKillDelete(t *testing.T) {
 	if err != nil {
 		t.Fatalf("shim start: %v\n%s%s", err, out, stderr)
 	}
-	address := regexp.MustCompile(`(?m)^\\\\\.\\pipe\\winproc-shim-[0-9a-f]+$`).FindString(out)
+	address := regexp.MustCompile(`(?m)^\\\\\.\\pipe\\ProtectedPrefix\\Administrators\\winproc-shim-[0-9a-f]+$`).FindString(out)
 	if address == "" {
 		t.Fatalf("shim start printed no pipe address:\n%s", out)
 	}

@@ -13,11 +13,23 @@ const (
 	Differ      = "windowsfilter-diff"
 	// Platform is the platform of the images they unpack.
 	Platform = "windows/amd64"
+	// ProtectedPipePrefix is where winproc's named pipes are: only
+	// Administrators (and SYSTEM) can create a pipe under it, so no user
+	// can create a pipe of the same name first and have containerd, which
+	// runs as SYSTEM, talk to it. runhcs's pipes are there too.
+	ProtectedPipePrefix = `\\.\pipe\ProtectedPrefix\Administrators\`
 	// SnapshotterAddressWindows and SnapshotterRootWindows are where
 	// winproc-snapshotter serves, and keeps its snapshots, on a Windows
 	// node by default.
-	SnapshotterAddressWindows = `\\.\pipe\winproc-snapshotter`
-	SnapshotterRootWindows    = `C:\ProgramData\winproc\snapshotter`
+	SnapshotterAddressWindows = ProtectedPipePrefix + "winproc-snapshotter"
+	SnapshotterRootWindows    = StateRootWindows + `\snapshotter`
+	// StateRootWindows holds winproc's state on a Windows node: the
+	// snapshotter's root and the shim's records (ShimStateDirWindows).
+	// winproc creates its directories for Administrators and SYSTEM only,
+	// as containerd does its own; `winproc doctor` reports them when
+	// others can use them.
+	StateRootWindows    = `C:\ProgramData\winproc`
+	ShimStateDirWindows = StateRootWindows + `\hcs`
 )
 
 // Annotations are the annotations of a pod or container that a winproc

@@ -4,9 +4,8 @@ package backend
 
 import (
 	"context"
-	"os"
-	"path/filepath"
 
+	"github.com/winproc/winproc/internal/containerdnames"
 	"github.com/winproc/winproc/shim/compute"
 	"github.com/winproc/winproc/shim/hcs"
 	"github.com/winproc/winproc/shim/options"
@@ -16,7 +15,7 @@ import (
 // stateDir is where the HCS backend records each system's scratch layer, so
 // that `delete` can release it after a shim died.
 func stateDir() string {
-	return filepath.Join(os.Getenv("ProgramData"), "winproc", "hcs")
+	return containerdnames.ShimStateDirWindows
 }
 
 // New opens the backend for the shim that serves tasks, with the

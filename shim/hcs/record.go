@@ -8,6 +8,8 @@ import (
 	"os"
 	"path/filepath"
 	"regexp"
+
+	"github.com/containerd/containerd/v2/pkg/sys"
 )
 
 // A record is what the backend must remember about a system it created
@@ -59,7 +61,8 @@ func (r records) write(rec record) error {
 	if r.dir == "" {
 		return nil
 	}
-	if err := os.MkdirAll(r.dir, 0o700); err != nil {
+	// For Administrators and SYSTEM only, as containerd's own state.
+	if err := sys.MkdirAllWithACL(r.dir, 0o700); err != nil {
 		return fmt.Errorf("create the HCS backend's state directory: %w", err)
 	}
 	b, err := json.Marshal(rec)

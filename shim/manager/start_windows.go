@@ -15,8 +15,16 @@ import (
 	bootapi "github.com/containerd/containerd/api/runtime/bootstrap/v1"
 	"github.com/containerd/containerd/v2/pkg/namespaces"
 
+	"github.com/winproc/winproc/internal/containerdnames"
 	"github.com/winproc/winproc/shim/options"
 )
+
+// shimPipe is the pipe of the shim of a pod, under the prefix where only
+// administrators can create pipes: the manager dials it to find a running
+// shim, and containerd talks to whatever answers.
+func shimPipe(sum [sha256.Size]byte) string {
+	return containerdnames.ProtectedPipePrefix + "winproc-shim-" + hex.EncodeToString(sum[:12])
+}
 
 // Start returns the named pipe of the shim serving the task: the running
 // shim of its pod, or a new shim told to serve on that pipe (pkg/shim
@@ -32,7 +40,7 @@ func (m *Manager) Start(ctx context.Context, params *bootapi.BootstrapParams) (*
 		return nil, err
 	}
 	sum := sha256.Sum256([]byte(ns + "/" + grouping))
-	address := `\\.\pipe\winproc-shim-` + hex.EncodeToString(sum[:12])
+	address := shimPipe(sum)
 	result := &bootapi.BootstrapResult{Version: 3, Protocol: "ttrpc", Address: address}
 
 	timeout := 100 * time.Millisecond
