@@ -96,9 +96,9 @@
 // and Enter, which a program reading its console line by line takes as EOF,
 // and forwarding stops.
 //
-// Signals: CtrlC and CtrlBreak are SIGINT, which Wine delivers to the
-// program's console control handlers as CTRL_C_EVENT; CtrlShutdown is SIGINT
-// too (Wine cannot deliver CTRL_SHUTDOWN_EVENT). Kill is SIGKILL. Pids are
+// Signals: every console event is SIGINT, which Wine delivers to the
+// program's console control handlers as CTRL_C_EVENT (Wine cannot deliver
+// CTRL_BREAK, CTRL_CLOSE, CTRL_LOGOFF or CTRL_SHUTDOWN). Kill is SIGKILL. Pids are
 // Linux pids. Now and then (2 times in some 15,000 console events here, a Go
 // program idle after signal.Notify) Wine takes the SIGINT, nothing stays
 // pending, and the program's control handler never runs; a second SIGINT
