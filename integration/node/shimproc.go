@@ -149,6 +149,47 @@ func (n *Node) StartShim(t testing.TB, binary, namespace, id string, env ...stri
 			t.Errorf("remove shim directory: %v", err)
 		}
 	})
+	logPath := s.makeBundle(t)
+	socket := s.listen(t)
+	defer socket.Close()
+
+	s.cmd = exec.Command(binary, "-namespace", namespace, "-id", id, "-address", n.Address)
+	s.cmd.Dir = s.Bundle
+	s.cmd.Env = append(os.Environ(),
+		"GOMAXPROCS=2",
+		"MAX_SHIM_VERSION=2",
+		"TTRPC_ADDRESS="+n.TTRPCAddress(),
+		"GRPC_ADDRESS="+n.Address,
+		"NAMESPACE="+namespace,
+	)
+	s.cmd.Env = append(s.cmd.Env, env...)
+	// A handle of its own: exec puts the one it is given in blocking mode,
+	// and a blocked read of the log fifo would then not end with Close.
+	stderr, err := os.OpenFile(logPath, os.O_WRONLY, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer stderr.Close()
+	s.cmd.Stderr = stderr
+	s.cmd.ExtraFiles = []*os.File{socket}
+	s.cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
+	if err := s.cmd.Start(); err != nil {
+		t.Fatalf("start %s: %v", binary, err)
+	}
+	s.Pid = s.cmd.Process.Pid
+	go func() {
+		s.cmd.Wait()
+		close(s.exited)
+	}()
+	t.Cleanup(func() { s.Stop(t) })
+	s.waitServing(t)
+	return s
+}
+
+// makeBundle lays out the bundle as containerd does, with the log fifo
+// containerd reads into the shim's log; it returns the fifo's path.
+func (s *ShimProcess) makeBundle(t testing.TB) string {
+	t.Helper()
 	if err := os.MkdirAll(s.Bundle, 0o711); err != nil {
 		t.Fatal(err)
 	}
@@ -176,7 +217,13 @@ func (n *Node) StartShim(t testing.TB, binary, namespace, id string, env ...stri
 		logFifo.Close()
 		<-logDone
 	})
+	return logPath
+}
 
+// listen makes the task socket the shim gets as fd 3; the caller closes
+// its file.
+func (s *ShimProcess) listen(t testing.TB) *os.File {
+	t.Helper()
 	l, err := net.ListenUnix("unix", &net.UnixAddr{Name: s.Socket, Net: "unix"})
 	if err != nil {
 		t.Fatal(err)
@@ -187,54 +234,30 @@ func (n *Node) StartShim(t testing.TB, binary, namespace, id string, env ...stri
 	if err != nil {
 		t.Fatal(err)
 	}
-	defer socket.Close()
+	return socket
+}
 
-	s.cmd = exec.Command(binary, "-namespace", namespace, "-id", id, "-address", n.Address)
-	s.cmd.Dir = s.Bundle
-	s.cmd.Env = append(os.Environ(),
-		"GOMAXPROCS=2",
-		"MAX_SHIM_VERSION=2",
-		"TTRPC_ADDRESS="+n.TTRPCAddress(),
-		"GRPC_ADDRESS="+n.Address,
-		"NAMESPACE="+namespace,
-	)
-	s.cmd.Env = append(s.cmd.Env, env...)
-	// A handle of its own: exec puts the one it is given in blocking mode,
-	// and a blocked read of logFifo would then not end with Close.
-	stderr, err := os.OpenFile(logPath, os.O_WRONLY, 0)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer stderr.Close()
-	s.cmd.Stderr = stderr
-	s.cmd.ExtraFiles = []*os.File{socket}
-	s.cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
-	if err := s.cmd.Start(); err != nil {
-		t.Fatalf("start %s: %v", binary, err)
-	}
-	s.Pid = s.cmd.Process.Pid
-	go func() {
-		s.cmd.Wait()
-		close(s.exited)
-	}()
-	t.Cleanup(func() { s.Stop(t) })
-
+// waitServing returns once the started shim answers Connect with its own
+// PID, within 30 s.
+func (s *ShimProcess) waitServing(t testing.TB) {
+	t.Helper()
+	name := filepath.Base(s.Binary)
 	deadline := time.Now().Add(30 * time.Second)
 	for {
 		pid, err := s.connect()
 		if err == nil {
 			if pid != s.Pid {
-				t.Fatalf("%s on %s reports shim PID %d, want %d", filepath.Base(binary), s.Socket, pid, s.Pid)
+				t.Fatalf("%s on %s reports shim PID %d, want %d", name, s.Socket, pid, s.Pid)
 			}
-			return s
+			return
 		}
 		select {
 		case <-s.exited:
-			t.Fatalf("%s exited before serving: %v\n%s", filepath.Base(binary), s.cmd.ProcessState, s.log.String())
+			t.Fatalf("%s exited before serving: %v\n%s", name, s.cmd.ProcessState, s.log.String())
 		default:
 		}
 		if time.Now().After(deadline) {
-			t.Fatalf("%s does not answer on %s: %v", filepath.Base(binary), s.Socket, err)
+			t.Fatalf("%s does not answer on %s: %v", name, s.Socket, err)
 		}
 		time.Sleep(20 * time.Millisecond)
 	}
