@@ -48,4 +48,5 @@ var Annotations = []string{
 	"io.microsoft.disable-unsafe-operations",
 	"io.microsoft.wcow.processdumpcount",
 	"io.microsoft.wcow.processdumptype",
+	"microsoft.com/hostprocess-inherit-user",
 }
