@@ -342,12 +342,16 @@ func TestFromSpecHostProcessRefused(t *testing.T) {
 		{"named pipe", func(s *specs.Spec) {
 			s.Mounts = append(s.Mounts, specs.Mount{Source: `\\.\pipe\docker_engine`, Destination: `\\.\pipe\docker_engine`})
 		}, `spec.mounts: \\.\pipe\docker_engine`},
-		{"gMSA", func(s *specs.Spec) { s.Windows.CredentialSpec = map[string]any{"CmsPlugins": []string{"ActiveDirectory"}} }, "spec.windows.credentialSpec"},
+		{"gMSA", func(s *specs.Spec) {
+			s.Windows.CredentialSpec = map[string]any{"CmsPlugins": []string{"ActiveDirectory"}}
+		}, "spec.windows.credentialSpec"},
 		{"devices", func(s *specs.Spec) {
 			s.Windows.Devices = []specs.WindowsDevice{{ID: "5B45201D-F2F2-4F3B-85BB-30FF1F953599", IDType: "class"}}
 		}, "spec.windows.devices"},
 		{"dumps", func(s *specs.Spec) { s.Annotations["io.microsoft.container.processdumplocation"] = `C:\dumps` }, "processdumplocation"},
-		{"storage limits", func(s *specs.Spec) { s.Windows.Resources.Storage = &specs.WindowsStorageResources{Iops: ptr(uint64(100))} }, "spec.windows.resources.storage"},
+		{"storage limits", func(s *specs.Spec) {
+			s.Windows.Resources.Storage = &specs.WindowsStorageResources{Iops: ptr(uint64(100))}
+		}, "spec.windows.resources.storage"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			spec := hostProcessSpec()
