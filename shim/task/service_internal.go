@@ -11,6 +11,7 @@ import (
 	"syscall"
 	"time"
 
+	"github.com/Microsoft/hcsshim/pkg/annotations"
 	eventstypes "github.com/containerd/containerd/api/events"
 	"github.com/containerd/containerd/api/types/task"
 	"github.com/containerd/containerd/v2/core/events"
@@ -43,7 +44,40 @@ type Service struct {
 
 	mu         sync.Mutex
 	containers map[string]*container
+	// podKind is the pod's HostProcess flag once known: from the sandbox
+	// service (shim mode), or the pause container's spec (podsandbox
+	// mode). Every container of the pod must be of its kind.
+	podKind *bool
 }
+
+// SetPodKind records whether the pod the shim serves is a HostProcess pod.
+func (s *Service) SetPodKind(hostProcess bool) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.podKind = &hostProcess
+}
+
+// checkPodKind refuses a container whose HostProcess flag is not its
+// pod's, and learns the pod's kind from its pause container (podsandbox
+// mode: containerd's CRI marks it with io.kubernetes.cri.container-type
+// sandbox).
+func (s *Service) checkPodKind(spec *specs.Spec) error {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if spec.Annotations[annotations.KubernetesContainerType] == criSandbox && s.podKind == nil {
+		hp := specconv.IsHostProcess(spec)
+		s.podKind = &hp
+		return nil
+	}
+	if s.podKind == nil {
+		return nil
+	}
+	return specconv.CheckPodKind(spec, *s.podKind)
+}
+
+// criSandbox is the container type containerd's CRI gives a pod's pause
+// container (annotations.KubernetesContainerType).
+const criSandbox = "sandbox"
 
 // New returns a task service.
 func New(backend compute.Backend, publisher events.Publisher, sd shutdown.Service, checkImage func(ctx context.Context, id string) error) *Service {
@@ -102,7 +136,12 @@ func (s *Service) CreateTask(ctx context.Context, id, bundle string, rootfs []mo
 	if err != nil {
 		return err
 	}
-	if s.checkImage != nil {
+	if err := s.checkPodKind(spec); err != nil {
+		return fmt.Errorf("task %s: %w", id, err)
+	}
+	// A HostProcess container runs on the host, not on its image's
+	// Windows: its image may be built for any build (KEP-1981).
+	if s.checkImage != nil && !specconv.IsHostProcess(spec) {
 		if err := s.checkImage(ctx, id); err != nil {
 			return err
 		}
