@@ -57,6 +57,11 @@ type Node struct {
 	// NetNSUnderState has containerd mount pods' network namespaces below
 	// its state directory instead of /var/run/netns (Linux only).
 	NetNSUnderState bool
+	// DefaultHandler makes Handler containerd's default CRI handler, the one
+	// pods with no RuntimeClass run on: kube-proxy, CNI plugins, csi-proxy
+	// and node agents run as HostProcess DaemonSets that name none, so
+	// winproc runs them only as the default.
+	DefaultHandler bool
 	// DisablePauseImagePull keeps containerd from pulling the pause image
 	// before each pod, for nodes whose pause image is imported (no
 	// registry) or pinned by the operator.
@@ -225,6 +230,9 @@ func Generate(n Node) ([]byte, error) {
 		f.Plugins["io.containerd.cri.v1.images"].(map[string]any)["snapshotter"] = containerdnames.Snapshotter
 	}
 	criRuntime := f.Plugins["io.containerd.cri.v1.runtime"].(map[string]any)
+	if n.DefaultHandler {
+		criRuntime["containerd"].(map[string]any)["default_runtime_name"] = n.Handler
+	}
 	if len(n.CNIBinDirs) > 0 || n.CNIConfDir != "" {
 		criRuntime["cni"] = cniSection{BinDirs: n.CNIBinDirs, ConfDir: n.CNIConfDir}
 	}

@@ -9,6 +9,7 @@ import (
 	"testing"
 
 	"github.com/winproc/winproc/containerdconfig"
+	"github.com/winproc/winproc/internal/containerdnames"
 	"github.com/winproc/winproc/shim/options"
 )
 
@@ -241,8 +242,11 @@ disabled_plugins = ["io.containerd.snapshotter.v1.btrfs"]
 				if tc.options != nil && !reflect.DeepEqual(h.Options, tc.options) {
 					t.Errorf("winproc options = %v, want %v", h.Options, tc.options)
 				}
+				if len(h.PodAnnotations) > 0 && !reflect.DeepEqual(h.PodAnnotations, containerdnames.Annotations) {
+					t.Errorf("winproc pod_annotations = %v, want the generator's %v", h.PodAnnotations, containerdnames.Annotations)
+				}
 				for name, rt := range c.Runtimes {
-					rt.Options = nil
+					rt.Options, rt.PodAnnotations = nil, nil
 					c.Runtimes[name] = rt
 				}
 			}

@@ -102,8 +102,8 @@ func TestDoctor(t *testing.T) {
 				t.Errorf("%s: %s %q (fix %q)", c.Name, c.Status, c.Summary, c.Fix)
 			}
 		}
-		if !r.OK || len(r.Checks) != 11 {
-			t.Errorf("report OK %v with %d checks, want OK with 11", r.OK, len(r.Checks))
+		if !r.OK || len(r.Checks) != 12 {
+			t.Errorf("report OK %v with %d checks, want OK with 12", r.OK, len(r.Checks))
 		}
 		requireCheck(t, r, doctor.CheckShim, doctor.OK, filepath.Join(bins, "containerd-shim-winproc-v2")+" (on PATH) answers -info: io.containerd.winproc.v2")
 		requireCheck(t, r, doctor.CheckPauseImage, doctor.OK, node.PauseImage+`: windows/amd64 `+node.HostBuild+`.1, snapshotter windowsfilter, has C:\pause.exe and C:\Windows\System32\wincat.exe`)
@@ -140,7 +140,7 @@ func TestDoctor(t *testing.T) {
 		}
 		out, code := run("-runtimeclass", rcFile)
 		t.Logf("winproc doctor:\n%s", out)
-		if code != 0 || !strings.Contains(out, "OK    pause image") || !strings.Contains(out, "11 checks: 0 failed, 0 warnings") {
+		if code != 0 || !strings.Contains(out, "OK    pause image") || !strings.Contains(out, "12 checks: 0 failed, 0 warnings") {
 			t.Errorf("exit %d, want 0 and every check OK", code)
 		}
 		out, code = run("-json", "-handler", "nothere")
