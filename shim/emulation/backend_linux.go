@@ -168,7 +168,7 @@ func checkSettings(ctx context.Context, s *compute.Settings) error {
 			return errInvalid("emulation: mapped directory %q: the host path must be absolute", m.HostPath)
 		}
 	}
-	if isNetNSPath(s.Network.Namespace) {
+	if isNetNSPath(s.Network.Namespace) && s.HostProcess == nil {
 		if _, err := os.Stat(s.Network.Namespace); err != nil {
 			return errInvalid("emulation: network namespace: %v", err)
 		}
@@ -180,7 +180,10 @@ func checkSettings(ctx context.Context, s *compute.Settings) error {
 	if s.HostName != "" {
 		ignored = append(ignored, "hostname (Wine uses the host's)")
 	}
-	if s.Network.Namespace != "" && !isNetNSPath(s.Network.Namespace) || len(s.Network.Endpoints) > 0 || len(s.Network.DNSSearchList) > 0 {
+	switch {
+	case s.HostProcess != nil && !reflect.DeepEqual(s.Network, compute.Network{}):
+		ignored = append(ignored, "network settings (a HostProcess container uses the host's network)")
+	case s.HostProcess == nil && (s.Network.Namespace != "" && !isNetNSPath(s.Network.Namespace) || len(s.Network.Endpoints) > 0 || len(s.Network.DNSSearchList) > 0):
 		ignored = append(ignored, "network other than a Linux network namespace (Wine uses that namespace's network stack)")
 	}
 	if s.SandboxSizeBytes != 0 {
@@ -201,10 +204,11 @@ type overlay struct {
 	upper, work string
 }
 
-// driveC is the overlay of drive C:: the parents' Files directories over
-// the template's drive_c, with the scratch's upper and work directories.
-// They must be there: the overlay would refuse them too, less clearly.
-func (b *Backend) driveC(l compute.Layers) (overlay, error) {
+// layersOverlay is the overlay of a container's layers: the parents'
+// Files directories, nearest first, with the scratch's upper and work
+// directories. They must be there: the overlay would refuse them too, less
+// clearly.
+func layersOverlay(l compute.Layers) (overlay, error) {
 	o := overlay{
 		upper: filepath.Join(l.Scratch, layermount.ScratchUpper),
 		work:  filepath.Join(l.Scratch, layermount.ScratchWork),
@@ -221,6 +225,16 @@ func (b *Backend) driveC(l compute.Layers) (overlay, error) {
 			return overlay{}, fmt.Errorf("emulation: parent layer: %w", err)
 		}
 		o.lowers = append(o.lowers, f)
+	}
+	return o, nil
+}
+
+// driveC is the overlay of a silo's drive C:: its layers over the
+// template's drive_c, which stands in for the host OS files.
+func (b *Backend) driveC(l compute.Layers) (overlay, error) {
+	o, err := layersOverlay(l)
+	if err != nil {
+		return overlay{}, err
 	}
 	o.lowers = append(o.lowers, filepath.Join(b.template, "drive_c"))
 	return o, nil
@@ -243,7 +257,15 @@ func (b *Backend) Create(ctx context.Context, id string, s *compute.Settings) (_
 	if err := checkSettings(ctx, s); err != nil {
 		return nil, err
 	}
-	drive, err := b.driveC(s.Layers)
+	if s.HostProcess != nil && b.cgroups == nil {
+		return nil, errNotSupported("emulation: HostProcess containers need a writable cgroup v2 hierarchy: they share the host prefix, and only their cgroups tell their processes apart")
+	}
+	var drive overlay
+	if s.HostProcess != nil {
+		drive, err = layersOverlay(s.Layers)
+	} else {
+		drive, err = b.driveC(s.Layers)
+	}
 	if err != nil {
 		return nil, err
 	}
@@ -262,12 +284,14 @@ func (b *Backend) Create(ctx context.Context, id string, s *compute.Settings) (_
 		Mapped:         s.MappedDirectories,
 		Resources:      s.Resources,
 	}
-	if isNetNSPath(s.Network.Namespace) {
+	if s.HostProcess != nil {
+		st.HostProcess = &hostProcessState{MountPoint: b.hostMountPoint(id), InheritUser: s.HostProcess.InheritUser}
+	} else if isNetNSPath(s.Network.Namespace) {
 		st.NetNS = s.Network.Namespace
 	}
 	defer func() {
 		if retErr != nil {
-			if err := teardown(context.Background(), dir, st); err != nil {
+			if err := b.removeSystem(context.Background(), dir, st); err != nil {
 				retErr = fmt.Errorf("%w (and rolling back: %v)", retErr, err)
 			}
 		}
@@ -278,7 +302,12 @@ func (b *Backend) Create(ctx context.Context, id string, s *compute.Settings) (_
 	if err := saveState(dir, st); err != nil {
 		return nil, err
 	}
-	if err := b.mountSilo(ctx, dir, st, drive); err != nil {
+	if st.HostProcess != nil {
+		err = b.mountHostProcess(ctx, dir, st, drive)
+	} else {
+		err = b.mountSilo(ctx, dir, st, drive)
+	}
+	if err != nil {
 		return nil, err
 	}
 	sys := newSystem(b, id, dir, st, false)
@@ -344,7 +373,15 @@ func (b *Backend) mountSilo(ctx context.Context, dir string, st *persisted, driv
 		return fmt.Errorf("emulation: %w", err)
 	}
 
-	for _, m := range st.Mapped {
+	return bindMapped(ctx, cdir, st.Mapped, mounted)
+}
+
+// bindMapped binds each mapped directory (or file) onto its place below
+// root, the container's C: (a silo's drive, or a HostProcess container's
+// mount point), creating the mount point there, and calls mounted with
+// each mount made.
+func bindMapped(ctx context.Context, root string, mapped []compute.MappedDirectory, mounted func(string) error) error {
+	for _, m := range mapped {
 		if err := ctx.Err(); err != nil {
 			return err
 		}
@@ -353,7 +390,7 @@ func (b *Backend) mountSilo(ctx context.Context, dir string, st *persisted, driv
 			return fmt.Errorf("emulation: mapped directory: %w", err)
 		}
 		comps, _ := cPath(m.ContainerPath)
-		target, err := mkdirFold(cdir, comps, !fi.IsDir())
+		target, err := mkdirFold(root, comps, !fi.IsDir())
 		if err != nil {
 			return fmt.Errorf("emulation: mapped directory %s: %w", m.ContainerPath, err)
 		}
@@ -387,7 +424,7 @@ func (b *Backend) Open(ctx context.Context, id string) (compute.System, error) {
 	st, err := loadState(dir)
 	if err != nil {
 		log.G(ctx).WithError(err).Warnf("emulation: system %s has no usable state; opening it for cleanup only", id)
-		st = &persisted{Version: stateVersion, ID: id}
+		st = b.recoverState(id, dir)
 	}
 	sys := newSystem(b, id, dir, st, true)
 	procs, err := sys.processes()
@@ -400,7 +437,7 @@ func (b *Backend) Open(ctx context.Context, id string) (compute.System, error) {
 		return sys, nil
 	}
 	sys.mu.Lock()
-	sys.phase = phaseRunning
+	sys.phase, sys.ran = phaseRunning, true
 	if st.Started != nil {
 		sys.started = *st.Started
 	}

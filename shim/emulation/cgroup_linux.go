@@ -287,3 +287,45 @@ func SiloCgroup(dir string) string {
 	}
 	return t.siloOf(dir)
 }
+
+// cgroupEvents wakes its reader each time a cgroup's cgroup.events file
+// changes, that is when the cgroup's populated state does (a first process
+// joined, or the last left): an inotify watch, so that a running cgroup
+// costs no polling.
+type cgroupEvents struct {
+	f *os.File
+	// C receives a value after changes (several may come as one).
+	C chan struct{}
+}
+
+// watchCgroupEvents watches the cgroup at path until close.
+func watchCgroupEvents(path string) (*cgroupEvents, error) {
+	fd, err := unix.InotifyInit1(unix.IN_NONBLOCK | unix.IN_CLOEXEC)
+	if err != nil {
+		return nil, fmt.Errorf("inotify: %w", err)
+	}
+	events := filepath.Join(path, "cgroup.events")
+	if _, err := unix.InotifyAddWatch(fd, events, unix.IN_MODIFY); err != nil {
+		unix.Close(fd)
+		return nil, fmt.Errorf("watch %s: %w", events, err)
+	}
+	// Non-blocking, so the runtime's poller waits for it and close ends
+	// a read.
+	w := &cgroupEvents{f: os.NewFile(uintptr(fd), "inotify:"+events), C: make(chan struct{}, 1)}
+	// The reader, owned by the watch: it ends at close.
+	go func() {
+		buf := make([]byte, 4096)
+		for {
+			if _, err := w.f.Read(buf); err != nil {
+				return
+			}
+			select {
+			case w.C <- struct{}{}:
+			default:
+			}
+		}
+	}()
+	return w, nil
+}
+
+func (w *cgroupEvents) close() { w.f.Close() }

@@ -17,8 +17,9 @@ import (
 )
 
 // Remove is the cleanup of last resort for the shim's delete subcommand:
-// it kills every process of the system id (found by its WINEPREFIX),
-// unmounts everything below Root/<id> and removes that directory. It needs
+// it kills every process of the system id (found by its cgroup, or its
+// WINEPREFIX), unmounts everything below Root/<id> (and a HostProcess
+// container's rootfs at its mount point) and removes that directory. It needs
 // no state.json and no open System, so it also cleans up after a shim that
 // died in the middle of Create. A missing system is not an error. Do not
 // use the system through an open System afterwards.
@@ -35,24 +36,45 @@ func (b *Backend) Remove(ctx context.Context, id string) error {
 	}
 	st, err := loadState(dir)
 	if err != nil {
-		// A creation cut short before its state was saved: its cgroup,
-		// if it made one, is where every system in dir gets one.
-		st = &persisted{ID: id}
-		if b.cgroups != nil {
-			if c := b.cgroups.siloOf(dir); isDir(c) == nil {
-				st.Cgroup = c
-			}
-		}
-		st.LimitCgroups = existingLimitCgroups(dir)
+		st = b.recoverState(id, dir)
 	}
 	if err := killSilo(ctx, st.Cgroup, filepath.Join(dir, prefixDir)); err != nil {
 		return fmt.Errorf("emulation: remove %s: %w", id, err)
 	}
-	if err := teardown(ctx, dir, st); err != nil {
+	if err := b.removeSystem(ctx, dir, st); err != nil {
 		return fmt.Errorf("emulation: remove %s: %w", id, err)
 	}
 	b.reaper.poke()
 	return nil
+}
+
+// recoverState is what can be known of the system id in dir without its
+// state.json (a creation cut short before it was saved): its cgroups, if
+// it made them, are where every system in dir gets them, and a
+// HostProcess container is a user of the host prefix.
+func (b *Backend) recoverState(id, dir string) *persisted {
+	st := &persisted{Version: stateVersion, ID: id}
+	if b.cgroups != nil {
+		if c := b.cgroups.siloOf(dir); isDir(c) == nil {
+			st.Cgroup = c
+		}
+	}
+	st.LimitCgroups = existingLimitCgroups(dir)
+	if _, err := os.Stat(filepath.Join(b.hostDir(), hostUsersDir, id)); err == nil {
+		st.HostProcess = &hostProcessState{MountPoint: b.hostMountPoint(id)}
+	}
+	return st
+}
+
+// removeSystem tears the system in dir down (teardown). A HostProcess
+// container first leaves the host prefix (leaveHostProcess).
+func (b *Backend) removeSystem(ctx context.Context, dir string, st *persisted) error {
+	if st != nil && st.HostProcess != nil {
+		if err := b.leaveHostProcess(ctx, filepath.Base(dir), st); err != nil {
+			return err
+		}
+	}
+	return teardown(ctx, dir, st)
 }
 
 // killGrace bounds how long killSilo waits for SIGKILLed processes to go

@@ -1,0 +1,412 @@
+//go:build linux
+
+package emulation
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"net"
+	"os"
+	"path/filepath"
+	"slices"
+	"strconv"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/containerd/errdefs"
+
+	"github.com/winproc/winproc/internal/syncbuffer"
+	"github.com/winproc/winproc/shim/compute"
+	"github.com/winproc/winproc/snapshotter/layermount"
+)
+
+// systemUser is NT AUTHORITY\SYSTEM, what HostProcess pods usually run as.
+const systemUser = `NT AUTHORITY\SYSTEM`
+
+// checkHostProcessGone checks that nothing of HostProcess container id is
+// left: its directory, its mount point and any mount there, its cgroups,
+// and its processes.
+func (f *fixture) checkHostProcessGone(t *testing.T, id string) {
+	t.Helper()
+	f.checkGone(t, id)
+	mp := f.b.hostMountPoint(id)
+	for _, m := range mountsBelow(t, mp) {
+		t.Errorf("still mounted: %s", m)
+	}
+	if _, err := os.Stat(mp); !errors.Is(err, os.ErrNotExist) {
+		t.Errorf("mount point %s still exists (%v)", mp, err)
+	}
+	dir := filepath.Join(f.b.root, id)
+	cgroups := []string{SiloCgroup(dir)}
+	for _, c := range existingLimitCgroups(dir) {
+		cgroups = append(cgroups, c)
+	}
+	for _, c := range cgroups {
+		if _, err := os.Stat(c); !errors.Is(err, os.ErrNotExist) {
+			t.Errorf("cgroup %s still exists (%v)", c, err)
+		}
+	}
+	for _, p := range liveWithEnv(t, compute.SandboxMountPointEnv+`=C:\hpc\`+id+`\`) {
+		t.Errorf("process %s of the container still runs", p)
+	}
+}
+
+// checkHostGone checks that the host prefix is gone: its directory, mount,
+// cgroup, wineserver and Wine's processes.
+func (f *fixture) checkHostGone(t *testing.T) {
+	t.Helper()
+	dir := f.b.hostDir()
+	for _, m := range mountsBelow(t, dir) {
+		t.Errorf("still mounted: %s", m)
+	}
+	if _, err := os.Stat(dir); !errors.Is(err, os.ErrNotExist) {
+		t.Errorf("%s still exists (%v)", dir, err)
+	}
+	if c := SiloCgroup(dir); c != "" {
+		if _, err := os.Stat(c); !errors.Is(err, os.ErrNotExist) {
+			t.Errorf("the host prefix's cgroup %s still exists (%v)", c, err)
+		}
+	}
+	for _, p := range liveWithEnv(t, "WINEPREFIX="+f.b.hostPrefix()) {
+		t.Errorf("process %s of the host prefix still runs", p)
+	}
+}
+
+// hostPath is the Windows path of a Linux path through Wine's Z: drive.
+func hostPath(p string) string { return `Z:` + strings.ReplaceAll(p, "/", `\`) }
+
+// startInit starts the container's init process, pause.exe, which keeps
+// it running: a HostProcess container stops when its last process has
+// exited, as a job object's does.
+func startInit(t *testing.T, sys compute.System) compute.Process {
+	t.Helper()
+	p, err := sys.CreateProcess(context.Background(), &compute.ProcessSettings{CommandLine: `pause.exe`, User: systemUser})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return p
+}
+
+// startSleeper starts `probe print up sleep` and waits for "up".
+func startSleeper(t *testing.T, sys compute.System) compute.Process {
+	t.Helper()
+	var out syncbuffer.Buffer
+	p, err := sys.CreateProcess(context.Background(), &compute.ProcessSettings{CommandLine: `probe print up sleep`, User: systemUser, Stdout: &out})
+	if err != nil {
+		t.Fatal(err)
+	}
+	waitOutput(t, &out, "up", p.Wait())
+	return p
+}
+
+func TestWineHostProcess(t *testing.T) {
+	f := newFixture(t)
+	if _, err := siloCgroups(); err != nil {
+		t.Skipf("HostProcess containers need a cgroup v2 hierarchy: %v", err)
+	}
+	ctx := context.Background()
+	fds, goroutines := openFDs(t), len(goroutineStacks())
+	defer func() {
+		if t.Failed() {
+			return
+		}
+		f.checkNoZombies(t)
+		checkLeaks(t, fds, goroutines)
+	}()
+
+	// The last container's teardown removes the host prefix; should a
+	// failed test leave it, it goes after the containers' cleanups.
+	t.Cleanup(func() {
+		if err := f.b.removeHost(context.Background(), nil); err != nil {
+			t.Errorf("cleanup: %v", err)
+		}
+	})
+	base := t.TempDir()
+	image := f.layer(t, base, "image", map[string]string{
+		"probe.exe": "<exe:probe>", "pause.exe": "<exe:pause>", "image.txt": "from the image", "sub/x.txt": "x",
+	})
+	hostData := filepath.Join(base, "host-data")
+	if err := os.MkdirAll(hostData, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(filepath.Join(hostData, "in.txt"), []byte("mapped"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	scratchA := scratch(t, base)
+	hpcA := f.start(t, "hpc-a", &compute.Settings{
+		Layers:            compute.Layers{Scratch: scratchA, Parents: []string{image}},
+		HostProcess:       &compute.HostProcess{},
+		MappedDirectories: []compute.MappedDirectory{{HostPath: hostData, ContainerPath: `C:\data`, ReadOnly: true}},
+	})
+	limits := compute.Resources{MemoryLimitBytes: 256 << 20, CPUMaximum: 5000, CPUAffinity: []compute.CPUGroupAffinity{{Mask: 1}}}
+	hpcB := f.start(t, "hpc-b", &compute.Settings{Layers: f.basicLayers(t), HostProcess: &compute.HostProcess{}, Resources: limits})
+	initA, initB := startInit(t, hpcA), startInit(t, hpcB)
+	defer initA.Close()
+	defer initB.Close()
+	mpA := `C:\hpc\hpc-a`
+
+	t.Run("MountPointAndEnvironment", func(t *testing.T) {
+		r := run(t, hpcA, compute.ProcessSettings{
+			CommandLine: `probe env CONTAINER_SANDBOX_MOUNT_POINT cwd env PATH env FOO read image.txt read data\in.txt write data\no.txt x write written.txt scratch`,
+			User:        systemUser,
+			Env:         []string{`Path=C:\tools`, `FOO=%CONTAINER_SANDBOX_MOUNT_POINT%\foo`},
+		})
+		lines := strings.Split(strings.TrimSpace(r.stdout), "\n")
+		if r.code != 0 || len(lines) != 8 {
+			t.Fatalf("got %+v", r)
+		}
+		want := []string{
+			compute.SandboxMountPointEnv + `=` + mpA + `\`,
+			mpA,
+			`PATH=` + mpA + `;C:\tools;C:\windows\system32`,
+			`FOO=` + mpA + `\foo`,
+			"from the image",
+			"mapped",
+			"error:",
+			`wrote written.txt`,
+		}
+		for i, w := range want {
+			if !strings.HasPrefix(lines[i], w) && !strings.EqualFold(lines[i], w) {
+				t.Errorf("line %d: %q, want %q", i, lines[i], w)
+			}
+		}
+		if b, err := os.ReadFile(filepath.Join(scratchA, layermount.ScratchUpper, "written.txt")); err != nil || string(b) != "scratch" {
+			t.Errorf("written.txt in the scratch: %q, %v", b, err)
+		}
+		// %CONTAINER_SANDBOX_MOUNT_POINT% in the command line, a
+		// relative working directory below the mount point, and a full
+		// one that is the host's.
+		r = run(t, hpcA, compute.ProcessSettings{CommandLine: `%CONTAINER_SANDBOX_MOUNT_POINT%\probe.exe cwd read x.txt`, WorkingDirectory: "sub", User: systemUser})
+		if !strings.EqualFold(r.stdout, mpA+`\sub`+"\nx\n") {
+			t.Errorf("relative working directory: %+v", r)
+		}
+		// The mount point is searched first: a probe.exe on the host's
+		// C:\windows\system32 (here pause.exe) loses to the image's.
+		shadow := filepath.Join(f.b.hostDrive(), "windows", "system32", "probe.exe")
+		pause, err := os.ReadFile(f.pause)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := os.WriteFile(shadow, pause, 0o755); err != nil {
+			t.Fatal(err)
+		}
+		defer os.Remove(shadow)
+		r = run(t, hpcA, compute.ProcessSettings{CommandLine: `probe cwd print first`, WorkingDirectory: `C:\windows`, User: systemUser})
+		if !strings.EqualFold(r.stdout, "C:\\windows\nfirst\n") || r.code != 0 {
+			t.Errorf("with a probe.exe in system32: %+v", r)
+		}
+	})
+
+	t.Run("HostNetworkAndFiles", func(t *testing.T) {
+		l, err := net.Listen("tcp", "127.0.0.1:0")
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer l.Close()
+		go func() {
+			for {
+				c, err := l.Accept()
+				if err != nil {
+					return
+				}
+				c.Write([]byte("hello from the host"))
+				c.Close()
+			}
+		}()
+		hostFile := filepath.Join(t.TempDir(), "host.txt")
+		if err := os.WriteFile(hostFile, []byte("a host file"), 0o644); err != nil {
+			t.Fatal(err)
+		}
+		r := run(t, hpcA, compute.ProcessSettings{
+			CommandLine: fmt.Sprintf(`probe dial %s read "%s" write C:\hpc-shared.txt shared`, l.Addr(), hostPath(hostFile)),
+			User:        systemUser,
+		})
+		if r.stdout != "hello from the host\na host file\nwrote C:\\hpc-shared.txt\n" {
+			t.Errorf("got %+v", r)
+		}
+		// The host's C: is every HostProcess container's.
+		r = run(t, hpcB, compute.ProcessSettings{CommandLine: `probe read C:\hpc-shared.txt`, User: systemUser})
+		if r.stdout != "shared\n" {
+			t.Errorf("the other container reads %+v", r)
+		}
+		if hpcA.(*system).prefix != hpcB.(*system).prefix {
+			t.Errorf("prefixes %s and %s, want the host prefix for both", hpcA.(*system).prefix, hpcB.(*system).prefix)
+		}
+	})
+
+	t.Run("ExitCodesAndEvents", func(t *testing.T) {
+		for _, code := range []uint32{0, 3, 0xC000013A} {
+			r := run(t, hpcA, compute.ProcessSettings{CommandLine: fmt.Sprintf(`probe exit %d`, code), User: systemUser})
+			if uint32(r.code) != code {
+				t.Errorf("exit %#x: got %#x", code, r.code)
+			}
+		}
+		var out syncbuffer.Buffer
+		p, err := hpcA.CreateProcess(ctx, &compute.ProcessSettings{CommandLine: `probe wait exit 7`, User: systemUser, Stdout: &out})
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer p.Close()
+		waitOutput(t, &out, "waiting", p.Wait())
+		if err := p.Signal(ctx, compute.CtrlShutdown); err != nil {
+			t.Fatal(err)
+		}
+		waitFor(t, p.Wait(), 10*time.Second, "probe after CtrlShutdown")
+		if code, _ := p.ExitCode(); code != 7 || !strings.Contains(out.String(), "interrupted") {
+			t.Errorf("after CtrlShutdown: exit %d, output %q", code, out.String())
+		}
+	})
+
+	t.Run("LaunchErrorsAndUsers", func(t *testing.T) {
+		_, err := hpcA.CreateProcess(ctx, &compute.ProcessSettings{CommandLine: `nothere.exe --flag`, User: systemUser})
+		if !errdefs.IsInvalidArgument(err) || !strings.Contains(err.Error(), `"nothere.exe"`) || !strings.Contains(err.Error(), mpA) {
+			t.Errorf("a missing program: %v, want invalid argument naming it and the mount point", err)
+		}
+		for _, user := range []string{"", `NT AUTHORITY\Nobody`} {
+			if _, err := hpcA.CreateProcess(ctx, &compute.ProcessSettings{CommandLine: `probe`, User: user}); !errdefs.IsInvalidArgument(err) {
+				t.Errorf("user %q: %v, want invalid argument", user, err)
+			}
+		}
+		for _, user := range []string{`NT AUTHORITY\Local Service`, `nt authority\NetworkService`, `Users`, `.\builder`} {
+			if r := run(t, hpcA, compute.ProcessSettings{CommandLine: `probe print ok`, User: user}); r.stdout != "ok\n" {
+				t.Errorf("user %q: %+v", user, r)
+			}
+		}
+		st, err := loadState(filepath.Join(f.b.root, "hpc-a"))
+		if err != nil {
+			t.Fatal(err)
+		}
+		want := []string{systemUser, `NT AUTHORITY\LOCAL SERVICE`, `NT AUTHORITY\NETWORK SERVICE`, `Users`, `.\builder`}
+		if !slices.Equal(st.HostProcess.Users, want) {
+			t.Errorf("recorded users %q, want %q", st.HostProcess.Users, want)
+		}
+	})
+
+	t.Run("Limits", func(t *testing.T) {
+		h := v1Hierarchies()
+		if _, ok := h["memory"]; !ok {
+			t.Skip("no memory cgroup controller")
+		}
+		if _, ok := h["cpu"]; !ok {
+			t.Skip("no cpu cgroup controller")
+		}
+		r := run(t, hpcB, compute.ProcessSettings{CommandLine: `probe alloc 400 print survived`, User: systemUser})
+		if r.code == 0 || strings.Contains(r.stdout, "survived") {
+			t.Errorf("allocating 400 MiB under a 256 MiB limit: %+v", r)
+		}
+		p := startSleeper(t, hpcB)
+		defer func() {
+			p.Kill(ctx)
+			<-p.Wait()
+			p.Close()
+		}()
+		st := hpcB.(*system).st
+		cg, err := os.ReadFile(fmt.Sprintf("/proc/%d/cgroup", p.Pid()))
+		if err != nil {
+			t.Fatal(err)
+		}
+		for c, path := range st.LimitCgroups {
+			rel := strings.TrimPrefix(path, h[c].mount)
+			if !strings.Contains(string(cg), ":"+rel+"\n") {
+				t.Errorf("process %d is not in the %s cgroup %s:\n%s", p.Pid(), c, rel, cg)
+			}
+		}
+		if own, _ := ownCgroup(p.Pid()); filepath.Join(f.b.cgroups.mount, own) != st.Cgroup {
+			t.Errorf("process %d in cgroup %s, want %s", p.Pid(), own, st.Cgroup)
+		}
+		quota, _ := os.ReadFile(filepath.Join(st.LimitCgroups["cpu"], "cpu.cfs_quota_us"))
+		period, _ := os.ReadFile(filepath.Join(st.LimitCgroups["cpu"], "cpu.cfs_period_us"))
+		per, _ := strconv.Atoi(strings.TrimSpace(string(period)))
+		if strings.TrimSpace(string(quota)) != strconv.Itoa(per*f.b.HostCPUs()/2) {
+			t.Errorf("CPU quota %q per period %q, want half of %d processors", quota, period, f.b.HostCPUs())
+		}
+		if got := cpusAllowed(t, p.Pid()); got != "0" {
+			t.Errorf("process %d runs on CPUs %q, want 0", p.Pid(), got)
+		}
+	})
+
+	t.Run("TerminateOneOfTwo", func(t *testing.T) {
+		pa, pb := startSleeper(t, hpcA), startSleeper(t, hpcB)
+		defer pb.Close()
+		procs, err := hpcB.ProcessList(ctx)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, pi := range procs {
+			if int(pi.Pid) == pa.Pid() {
+				t.Errorf("the other container's process %d is in the process list", pa.Pid())
+			}
+		}
+		if !slices.ContainsFunc(procs, func(pi compute.ProcessInfo) bool { return int(pi.Pid) == pb.Pid() }) {
+			t.Errorf("process %d not in the process list %+v", pb.Pid(), procs)
+		}
+		stopAndClose(t, hpcA)
+		for _, p := range []compute.Process{pa, initA} {
+			waitFor(t, p.Wait(), 10*time.Second, "the terminated container's process")
+			if code, err := p.ExitCode(); code != 1 || err != nil {
+				t.Errorf("the terminated container's process: exit code %d, %v, want 1", code, err)
+			}
+		}
+		pa.Close()
+		f.checkHostProcessGone(t, "hpc-a")
+		if _, err := os.Stat(filepath.Join(scratchA, layermount.ScratchUpper, "written.txt")); err != nil {
+			t.Errorf("the scratch lost its content: %v", err)
+		}
+		if b, err := os.ReadFile(filepath.Join(hostData, "in.txt")); err != nil || string(b) != "mapped" {
+			t.Errorf("the mapped host directory: %q, %v", b, err)
+		}
+		select {
+		case <-pb.Wait():
+			t.Fatal("the other container's process ended with the terminated container")
+		case <-hpcB.Wait():
+			t.Fatal("the other container stopped")
+		default:
+		}
+		if !f.b.hostRunning() {
+			t.Fatal("the host prefix's wineserver ended with a container")
+		}
+		if r := run(t, hpcB, compute.ProcessSettings{CommandLine: `probe print still`, User: systemUser}); r.stdout != "still\n" {
+			t.Errorf("the other container: %+v", r)
+		}
+		st, err := hpcB.Stats(ctx)
+		if err != nil || st.CPU.TotalRuntimeNS == 0 || st.Memory.CommitBytes == 0 {
+			t.Errorf("stats %+v, %v", st, err)
+		}
+	})
+
+	t.Run("OpenAfterCrash", func(t *testing.T) {
+		p := startSleeper(t, hpcB)
+		// The shim dies: hpcB and p are dropped without Close. The delete
+		// subcommand's Backend has no template.
+		b2, err := New(Config{Root: f.root})
+		if err != nil {
+			t.Fatal(err)
+		}
+		opened, err := b2.Open(ctx, "hpc-b")
+		if err != nil {
+			t.Fatal(err)
+		}
+		select {
+		case <-opened.Wait():
+			t.Fatal("the opened container is not running")
+		default:
+		}
+		procs, err := opened.ProcessList(ctx)
+		if err != nil || !slices.ContainsFunc(procs, func(pi compute.ProcessInfo) bool { return int(pi.Pid) == p.Pid() }) {
+			t.Errorf("the opened container's processes %+v, %v: want %d", procs, err, p.Pid())
+		}
+		stopAndClose(t, opened)
+		waitFor(t, p.Wait(), 10*time.Second, "the crashed shim's process")
+		waitFor(t, initB.Wait(), 10*time.Second, "the crashed shim's init process")
+		f.checkHostProcessGone(t, "hpc-b")
+		// It was the host prefix's last user.
+		f.checkHostGone(t)
+		waitFor(t, hpcB.Wait(), 10*time.Second, "the crashed shim's container")
+		p.Close()
+		if err := hpcB.Close(); err != nil {
+			t.Errorf("close of the removed container: %v", err)
+		}
+	})
+}
