@@ -99,27 +99,30 @@ func (b *Backend) lockHost(ctx context.Context) (unlock func(), err error) {
 }
 
 // joinHost makes sure the host prefix runs, making it (again) when it does
-// not, and registers the container id as its user. The lock is held.
-func (b *Backend) joinHost(ctx context.Context, id string) error {
+// not, and registers the container id as its user. It returns the host
+// prefix's state. The lock is held.
+func (b *Backend) joinHost(ctx context.Context, id string) (*persisted, error) {
 	dir := b.hostDir()
 	st, err := loadState(dir)
-	if err != nil || !hostServerAlive(st) {
+	if err != nil || !serverAlive(st.ServerPID, st.ServerStart) {
 		// None yet, a creation cut short, or a wineserver that died
-		// (its containers' processes died with it).
+		// (its containers stopped with it).
 		if err == nil {
 			log.G(ctx).WithField("wineserver", st.ServerPID).Warn("emulation: the host prefix's wineserver has gone; making the host prefix again")
+		} else {
+			st = nil
 		}
 		if err := b.removeHost(ctx, st); err != nil {
-			return err
+			return nil, err
 		}
-		if err := b.makeHost(ctx); err != nil {
-			return err
+		if st, err = b.makeHost(ctx); err != nil {
+			return nil, err
 		}
 	}
 	if err := os.WriteFile(filepath.Join(dir, hostUsersDir, id), nil, 0o600); err != nil {
-		return fmt.Errorf("emulation: join the host prefix: %w", err)
+		return nil, fmt.Errorf("emulation: join the host prefix: %w", err)
 	}
-	return nil
+	return st, nil
 }
 
 // leaveHost unregisters the container id; when no user is left it removes
@@ -148,12 +151,12 @@ func (b *Backend) leaveHost(ctx context.Context, id string) error {
 	return b.removeHost(ctx, st)
 }
 
-// makeHost makes the host prefix and starts its wineserver; on failure it
-// undoes what it did. The lock is held.
-func (b *Backend) makeHost(ctx context.Context) (retErr error) {
+// makeHost makes the host prefix and starts its wineserver, and returns
+// its state; on failure it undoes what it did. The lock is held.
+func (b *Backend) makeHost(ctx context.Context) (_ *persisted, retErr error) {
 	dir := b.hostDir()
 	if err := os.Mkdir(dir, 0o700); err != nil {
-		return fmt.Errorf("emulation: host prefix: %w", err)
+		return nil, fmt.Errorf("emulation: host prefix: %w", err)
 	}
 	st := &persisted{Version: stateVersion, ID: hostDirName, TemplatePrefix: b.template, Cgroup: b.cgroups.siloOf(dir)}
 	defer func() {
@@ -164,36 +167,39 @@ func (b *Backend) makeHost(ctx context.Context) (retErr error) {
 		}
 	}()
 	if err := makeCgroup(st.Cgroup); err != nil {
-		return fmt.Errorf("emulation: host prefix: %w", err)
+		return nil, fmt.Errorf("emulation: host prefix: %w", err)
 	}
 	for _, d := range []string{prefixUpper, prefixWork, prefixDir, hostUsersDir} {
 		if err := os.Mkdir(filepath.Join(dir, d), 0o700); err != nil {
-			return fmt.Errorf("emulation: host prefix: %w", err)
+			return nil, fmt.Errorf("emulation: host prefix: %w", err)
 		}
 	}
 	if err := saveState(dir, st); err != nil {
-		return err
+		return nil, err
 	}
 	prefix := b.hostPrefix()
 	if err := mountOverlay(prefix, []string{b.template}, filepath.Join(dir, prefixUpper), filepath.Join(dir, prefixWork)); err != nil {
-		return fmt.Errorf("emulation: host prefix: %w", err)
+		return nil, fmt.Errorf("emulation: host prefix: %w", err)
 	}
 	st.Mounts = append(st.Mounts, prefix)
 	if err := saveState(dir, st); err != nil {
-		return err
+		return nil, err
 	}
 	// C: is the prefix's own drive_c, whatever the template says.
 	link := filepath.Join(prefix, "dosdevices", "c:")
 	if err := os.Remove(link); err != nil && !errors.Is(err, fs.ErrNotExist) {
-		return fmt.Errorf("emulation: host prefix: %w", err)
+		return nil, fmt.Errorf("emulation: host prefix: %w", err)
 	}
 	if err := os.Symlink(filepath.Join("..", "drive_c"), link); err != nil {
-		return fmt.Errorf("emulation: host prefix: %w", err)
+		return nil, fmt.Errorf("emulation: host prefix: %w", err)
 	}
 	if err := os.MkdirAll(filepath.Join(b.hostDrive(), hostMountRoot), 0o755); err != nil {
-		return fmt.Errorf("emulation: host prefix: %w", err)
+		return nil, fmt.Errorf("emulation: host prefix: %w", err)
 	}
-	return b.startHostServer(ctx, st)
+	if err := b.startHostServer(ctx, st); err != nil {
+		return nil, err
+	}
+	return st, nil
 }
 
 // startHostServer starts the host prefix's wineserver in its cgroup,
@@ -274,17 +280,12 @@ func (b *Backend) removeHost(ctx context.Context, st *persisted) error {
 	return nil
 }
 
-// hostServerAlive reports whether the wineserver st records still runs.
-func hostServerAlive(st *persisted) bool {
-	if st == nil || st.ServerPID == 0 {
+// serverAlive reports whether the wineserver of pid and start time start
+// (clock ticks after boot) still runs.
+func serverAlive(pid int, start uint64) bool {
+	if pid == 0 {
 		return false
 	}
-	pst, err := readStat(st.ServerPID)
-	return err == nil && !pst.gone() && pst.start == st.ServerStart
-}
-
-// hostRunning reports whether the host prefix's wineserver runs.
-func (b *Backend) hostRunning() bool {
-	st, err := loadState(b.hostDir())
-	return err == nil && hostServerAlive(st)
+	pst, err := readStat(pid)
+	return err == nil && !pst.gone() && pst.start == start
 }

@@ -35,6 +35,10 @@ type hostProcessState struct {
 	MountPoint string `json:"mountPoint"`
 	// InheritUser is Settings.HostProcess.InheritUser.
 	InheritUser bool `json:"inheritUser,omitempty"`
+	// ServerPID and ServerStart are the host prefix's wineserver the
+	// container joined: it stops when that server does.
+	ServerPID   int    `json:"wineserverPid"`
+	ServerStart uint64 `json:"wineserverStart"`
 	// Users are the accounts its processes were started as
 	// (ProcessSettings.User). Wine has no accounts: every process runs as
 	// the shim's Linux user, whatever they say.
@@ -65,7 +69,12 @@ func (b *Backend) mountHostProcess(ctx context.Context, dir string, st *persiste
 		return err
 	}
 	defer unlock()
-	if err := b.joinHost(ctx, st.ID); err != nil {
+	host, err := b.joinHost(ctx, st.ID)
+	if err != nil {
+		return err
+	}
+	st.HostProcess.ServerPID, st.HostProcess.ServerStart = host.ServerPID, host.ServerStart
+	if err := saveState(dir, st); err != nil {
 		return err
 	}
 	mp := b.hostMountPoint(st.ID)
@@ -123,8 +132,7 @@ func (b *Backend) leaveHostProcess(ctx context.Context, id string, st *persisted
 // wineserver of its own to start, only the host prefix's to find running.
 // s.mu is held.
 func (s *system) startHostProcessLocked() error {
-	if !s.b.hostRunning() {
-		err := fmt.Errorf("emulation: HostProcess container %s: the host prefix's wineserver has gone: %w", s.id, errdefs.ErrUnavailable)
+	if err := s.hostServerGone(); err != nil {
 		s.finishLocked(err)
 		return err
 	}
@@ -137,6 +145,17 @@ func (s *system) startHostProcessLocked() error {
 	s.phase = phaseRunning
 	s.startMonitor(nil)
 	return nil
+}
+
+// hostServerGone is the error of a HostProcess container whose wineserver,
+// the host prefix's it joined, has gone (a process started now would start a
+// wineserver of its own), nil while it runs.
+func (s *system) hostServerGone() error {
+	hp := s.st.HostProcess
+	if serverAlive(hp.ServerPID, hp.ServerStart) {
+		return nil
+	}
+	return fmt.Errorf("emulation: HostProcess container %s: the host prefix's wineserver (pid %d) has gone: %w", s.id, hp.ServerPID, errdefs.ErrUnavailable)
 }
 
 // hostProcessArgs is what CreateProcess starts for a process of a
@@ -256,21 +275,30 @@ func hostProcessEnv(spec []string, mountPoint string) []string {
 
 // watchHostProcess is a HostProcess container's watcher, owned by the
 // system: it ends when the system has stopped (it closes Wait) or at
-// Close. It checks the container's cgroup when its populated state changes
-// (an inotify watch on cgroup.events: a running container costs nothing),
-// when poked, and while stopping every monitorInterval.
+// Close. It checks the container when its cgroup's populated state changes
+// (an inotify watch on cgroup.events) and when its wineserver exits (a
+// pidfd), so a running container costs nothing, when poked, and while
+// stopping every monitorInterval.
 func (s *system) watchHostProcess() {
 	defer close(s.monitorDone)
-	var changed <-chan struct{}
-	if w, err := watchCgroupEvents(s.st.Cgroup); err != nil {
-		log.L.WithError(err).WithField("system", s.id).Warn("emulation: HostProcess container's cgroup not watched; polling it")
-	} else {
-		defer w.close()
-		changed = w.C
+	hp := s.st.HostProcess
+	var changed, serverExit <-chan struct{}
+	events, err := watchCgroupEvents(s.st.Cgroup)
+	if err == nil {
+		defer events.close()
+		changed = events.C
+		var server *exitWatch
+		if server, err = watchExit(hp.ServerPID, hp.ServerStart); err == nil {
+			defer server.close()
+			serverExit = server.C
+		}
+	}
+	if err != nil {
+		log.L.WithError(err).WithField("system", s.id).Warn("emulation: HostProcess container not watched; polling it")
 	}
 	for {
 		// A check first: the last process may have gone before the
-		// watch began.
+		// watches began.
 		if s.checkHostProcess() {
 			return
 		}
@@ -278,7 +306,7 @@ func (s *system) watchHostProcess() {
 		stopping := s.stopAsked
 		s.mu.Unlock()
 		var tick <-chan time.Time
-		if stopping || changed == nil {
+		if stopping || err != nil {
 			tick = time.After(monitorInterval)
 		}
 		select {
@@ -286,6 +314,8 @@ func (s *system) watchHostProcess() {
 			return
 		case <-s.wake:
 		case <-changed:
+		case <-serverExit:
+			serverExit = nil
 		case <-tick:
 		}
 	}
@@ -294,29 +324,28 @@ func (s *system) watchHostProcess() {
 // checkHostProcess looks at the container's processes once and acts; it
 // reports whether the system has stopped. The container stops when no
 // process is left after one ran (as a job object's last process ends it),
-// or after Shutdown or Terminate; Terminate, and a Shutdown that left only
-// Wine's own processes (a console's conhost.exe), kill the cgroup.
+// after Shutdown or Terminate, or with its wineserver (an error). Terminate,
+// a Shutdown that left only Wine's own processes (a console's conhost.exe),
+// and the wineserver's end kill the cgroup.
 func (s *system) checkHostProcess() bool {
+	// Under the lock, so that no CreateProcess starts a process between
+	// the look and the stop.
+	s.mu.Lock()
+	defer s.mu.Unlock()
 	procs, err := s.processes()
 	if err != nil {
 		return false
 	}
-	s.mu.Lock()
-	terminate, stopAsked, ran := s.terminate, s.stopAsked, s.ran
-	s.mu.Unlock()
+	lost := s.hostServerGone()
 	if len(procs) == 0 {
-		if !ran && !stopAsked {
+		if !s.ran && !s.stopAsked && lost == nil {
 			return false
 		}
-		var err error
-		if !s.b.hostRunning() {
-			err = fmt.Errorf("emulation: HostProcess container %s: the host prefix's wineserver exited", s.id)
-		}
-		s.finish(err)
+		s.finishLocked(lost)
 		return true
 	}
-	kill := terminate
-	if stopAsked && !terminate {
+	kill := s.terminate || lost != nil
+	if s.stopAsked && !kill {
 		kill = true
 		for _, p := range procs {
 			if !isWineSystemProcess(p.pid) {

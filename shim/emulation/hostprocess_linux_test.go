@@ -16,6 +16,7 @@ import (
 	"time"
 
 	"github.com/containerd/errdefs"
+	"golang.org/x/sys/unix"
 
 	"github.com/winproc/winproc/internal/syncbuffer"
 	"github.com/winproc/winproc/shim/compute"
@@ -72,6 +73,12 @@ func (f *fixture) checkHostGone(t *testing.T) {
 	for _, p := range liveWithEnv(t, "WINEPREFIX="+f.b.hostPrefix()) {
 		t.Errorf("process %s of the host prefix still runs", p)
 	}
+}
+
+// hostRunning reports whether the host prefix's wineserver runs.
+func hostRunning(b *Backend) bool {
+	st, err := loadState(b.hostDir())
+	return err == nil && serverAlive(st.ServerPID, st.ServerStart)
 }
 
 // hostPath is the Windows path of a Linux path through Wine's Z: drive.
@@ -325,6 +332,49 @@ func TestWineHostProcess(t *testing.T) {
 		if got := cpusAllowed(t, p.Pid()); got != "0" {
 			t.Errorf("process %d runs on CPUs %q, want 0", p.Pid(), got)
 		}
+		// Update, as a job object's limits.
+		if err := hpcB.Modify(ctx, compute.Resources{MemoryLimitBytes: 512 << 20}); err != nil {
+			t.Fatal(err)
+		}
+		if b, err := os.ReadFile(filepath.Join(st.LimitCgroups["memory"], "memory.limit_in_bytes")); err != nil || strings.TrimSpace(string(b)) != strconv.Itoa(512<<20) {
+			t.Errorf("memory limit after Modify: %q, %v", b, err)
+		}
+	})
+
+	t.Run("StopsLikeAJob", func(t *testing.T) {
+		// Shutdown: console events to every process, which exit.
+		c := f.start(t, "hpc-c", &compute.Settings{Layers: f.basicLayers(t), HostProcess: &compute.HostProcess{}})
+		p := startInit(t, c)
+		defer p.Close()
+		waitIdle(t, p.Pid())
+		if err := c.Shutdown(ctx); err != nil {
+			t.Fatal(err)
+		}
+		waitFor(t, p.Wait(), 10*time.Second, "pause after Shutdown")
+		waitFor(t, c.Wait(), 15*time.Second, "container after Shutdown")
+		if code, err := p.ExitCode(); code != 0 || err != nil || c.ExitError() != nil {
+			t.Errorf("after Shutdown: pause exit %d, %v; exit error %v", code, err, c.ExitError())
+		}
+		if err := c.Close(); err != nil {
+			t.Fatal(err)
+		}
+		f.checkHostProcessGone(t, "hpc-c")
+		// Its last process ending stops it.
+		d := f.start(t, "hpc-d", &compute.Settings{Layers: f.basicLayers(t), HostProcess: &compute.HostProcess{}})
+		if r := run(t, d, compute.ProcessSettings{CommandLine: `probe print bye exit 4`, User: systemUser}); r.stdout != "bye\n" || r.code != 4 {
+			t.Errorf("got %+v", r)
+		}
+		waitFor(t, d.Wait(), 10*time.Second, "container after its last process")
+		if err := d.ExitError(); err != nil {
+			t.Errorf("exit error %v", err)
+		}
+		if _, err := d.CreateProcess(ctx, &compute.ProcessSettings{CommandLine: `probe`, User: systemUser}); !errdefs.IsNotFound(err) {
+			t.Errorf("CreateProcess after the stop: %v, want not found", err)
+		}
+		if err := d.Close(); err != nil {
+			t.Fatal(err)
+		}
+		f.checkHostProcessGone(t, "hpc-d")
 	})
 
 	t.Run("TerminateOneOfTwo", func(t *testing.T) {
@@ -338,6 +388,17 @@ func TestWineHostProcess(t *testing.T) {
 			if int(pi.Pid) == pa.Pid() {
 				t.Errorf("the other container's process %d is in the process list", pa.Pid())
 			}
+		}
+		// Wine's own processes are the host prefix's, in its cgroup: a
+		// container lists (and ends) only its own.
+		for _, pi := range procs {
+			if pi.ImageName != "pause.exe" && pi.ImageName != "probe.exe" {
+				t.Errorf("process %d %s is in the container", pi.Pid, pi.ImageName)
+			}
+		}
+		host, err := siloMembers(f.b.cgroups.siloOf(f.b.hostDir()), "")
+		if err != nil || !slices.ContainsFunc(host, func(p procStat) bool { return imageName(p) == "services.exe" }) {
+			t.Errorf("the host prefix's cgroup holds %+v, %v: want Wine's services.exe", host, err)
 		}
 		if !slices.ContainsFunc(procs, func(pi compute.ProcessInfo) bool { return int(pi.Pid) == pb.Pid() }) {
 			t.Errorf("process %d not in the process list %+v", pb.Pid(), procs)
@@ -364,7 +425,7 @@ func TestWineHostProcess(t *testing.T) {
 			t.Fatal("the other container stopped")
 		default:
 		}
-		if !f.b.hostRunning() {
+		if !hostRunning(f.b) {
 			t.Fatal("the host prefix's wineserver ended with a container")
 		}
 		if r := run(t, hpcB, compute.ProcessSettings{CommandLine: `probe print still`, User: systemUser}); r.stdout != "still\n" {
@@ -408,5 +469,51 @@ func TestWineHostProcess(t *testing.T) {
 		if err := hpcB.Close(); err != nil {
 			t.Errorf("close of the removed container: %v", err)
 		}
+	})
+
+	t.Run("HostServerDies", func(t *testing.T) {
+		e := f.start(t, "hpc-e", &compute.Settings{Layers: f.basicLayers(t), HostProcess: &compute.HostProcess{}})
+		p := startInit(t, e)
+		defer p.Close()
+		st, err := loadState(f.b.hostDir())
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := unix.Kill(st.ServerPID, unix.SIGKILL); err != nil {
+			t.Fatal(err)
+		}
+		waitFor(t, e.Wait(), 15*time.Second, "container after the host prefix's wineserver died")
+		if err := e.ExitError(); err == nil {
+			t.Error("no exit error after the host prefix's wineserver died")
+		} else {
+			t.Logf("exit error: %v", err)
+		}
+		waitFor(t, p.Wait(), 10*time.Second, "process after the host prefix's wineserver died")
+		// The next container makes the host prefix again.
+		g := f.start(t, "hpc-g", &compute.Settings{Layers: f.basicLayers(t), HostProcess: &compute.HostProcess{}})
+		gInit := startInit(t, g)
+		defer gInit.Close()
+		if r := run(t, g, compute.ProcessSettings{CommandLine: `probe print again`, User: systemUser}); r.stdout != "again\n" {
+			t.Errorf("in the new host prefix: %+v", r)
+		}
+		if now, err := loadState(f.b.hostDir()); err != nil || now.ServerPID == st.ServerPID {
+			t.Errorf("host prefix state %+v, %v: want a new wineserver", now, err)
+		}
+		// Remove, the delete subcommand's last resort, for one; Close
+		// for the other, the host prefix's last user.
+		if err := f.b.Remove(ctx, "hpc-e"); err != nil {
+			t.Fatal(err)
+		}
+		f.checkHostProcessGone(t, "hpc-e")
+		if err := e.Close(); err != nil {
+			t.Errorf("close of the removed container: %v", err)
+		}
+		if !hostRunning(f.b) {
+			t.Error("removing one container ended the host prefix another uses")
+		}
+		stopAndClose(t, g)
+		waitFor(t, gInit.Wait(), 10*time.Second, "the terminated container's process")
+		f.checkHostProcessGone(t, "hpc-g")
+		f.checkHostGone(t)
 	})
 }
