@@ -242,7 +242,9 @@ func (b *Backend) driveC(l compute.Layers) (overlay, error) {
 
 // Create creates the system: its directory Root/<id>, the prefix overlay,
 // the C: overlay, the dosdevices link and the mapped directories, recorded
-// in state.json. On failure everything made so far is undone.
+// in state.json; for a HostProcess container, its rootfs and mapped
+// directories at its mount point in the host prefix (mountHostProcess). On
+// failure everything made so far is undone.
 func (b *Backend) Create(ctx context.Context, id string, s *compute.Settings) (_ compute.System, retErr error) {
 	dir, err := b.dir(id)
 	if err != nil {

@@ -516,4 +516,51 @@ func TestWineHostProcess(t *testing.T) {
 		f.checkHostProcessGone(t, "hpc-g")
 		f.checkHostGone(t)
 	})
+
+	t.Run("ConcurrentCreates", func(t *testing.T) {
+		// Two shims (two Backends: their flocks on Root exclude each
+		// other as two processes' do) create the first HostProcess
+		// containers at once: one host prefix is made, and both join it.
+		other, err := New(Config{Root: f.root, TemplatePrefix: f.template})
+		if err != nil {
+			t.Fatal(err)
+		}
+		ids := []string{"hpc-x", "hpc-y"}
+		systems := make([]compute.System, 2)
+		errs := make(chan error, 2)
+		for i, b := range []*Backend{f.b, other} {
+			layers := f.basicLayers(t)
+			t.Cleanup(func() { b.Remove(context.Background(), ids[i]) })
+			go func() {
+				sys, err := b.Create(ctx, ids[i], &compute.Settings{Layers: layers, HostProcess: &compute.HostProcess{}})
+				if err == nil {
+					err = sys.Start(ctx)
+				}
+				systems[i] = sys
+				errs <- err
+			}()
+		}
+		for range 2 {
+			if err := <-errs; err != nil {
+				t.Fatal(err)
+			}
+		}
+		var servers []int
+		for i, sys := range systems {
+			p := startInit(t, sys)
+			defer p.Close()
+			if r := run(t, sys, compute.ProcessSettings{CommandLine: `probe print ok`, User: systemUser}); r.stdout != "ok\n" {
+				t.Errorf("%s: %+v", ids[i], r)
+			}
+			servers = append(servers, sys.(*system).st.HostProcess.ServerPID)
+		}
+		if servers[0] != servers[1] {
+			t.Errorf("wineservers %v, want one for both", servers)
+		}
+		for i, sys := range systems {
+			stopAndClose(t, sys)
+			f.checkHostProcessGone(t, ids[i])
+		}
+		f.checkHostGone(t)
+	})
 }
