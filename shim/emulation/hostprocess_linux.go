@@ -177,9 +177,14 @@ func (s *system) hostProcessArgs(p *compute.ProcessSettings) (commandLine, wd, u
 	return expandMountPoint(p.CommandLine, mp), wd, user, nil
 }
 
-// recordUserLocked records the account a process of the container was
-// started as; s.mu is held.
-func (s *system) recordUserLocked(ctx context.Context, user string) error {
+// hostProcessReadyLocked is the last check before a process of the
+// container starts: its wineserver must run (else Wine would start one of
+// the process's own). It records the account the process asked for. s.mu is
+// held.
+func (s *system) hostProcessReadyLocked(ctx context.Context, user string) error {
+	if err := s.hostServerGone(); err != nil {
+		return err
+	}
 	hp := s.st.HostProcess
 	if user == "" || slices.Contains(hp.Users, user) {
 		return nil

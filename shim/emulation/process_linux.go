@@ -122,18 +122,13 @@ func (s *system) CreateProcess(ctx context.Context, p *compute.ProcessSettings) 
 	case phaseStopping:
 		return nil, fmt.Errorf("emulation: system %s is stopping: %w", s.id, errdefs.ErrFailedPrecondition)
 	}
-	if s.st.HostProcess != nil {
-		if err := s.hostServerGone(); err != nil {
-			return nil, err
-		}
-	}
 
 	cmd, program, err := s.wineCommand(args, wd, cwdComps, first, env)
 	if err != nil {
 		return nil, err
 	}
 	if s.st.HostProcess != nil {
-		if err := s.recordUserLocked(ctx, user); err != nil {
+		if err := s.hostProcessReadyLocked(ctx, user); err != nil {
 			return nil, err
 		}
 	}
