@@ -42,10 +42,11 @@ func isAbs(p string) bool {
 		(len(p) >= 3 && p[1] == ':' && (p[2] == '\\' || p[2] == '/'))
 }
 
-// join joins a Windows directory and a relative path.
+// join joins a Windows directory and a relative path, without a
+// separator at the end.
 func join(dir, rel string) string {
 	dir = strings.TrimRight(dir, `\/`)
-	rel = strings.TrimLeft(rel, `\/`)
+	rel = strings.Trim(rel, `\/`)
 	if rel == "" {
 		return dir
 	}

@@ -34,7 +34,9 @@ const (
 //  4. pipes for the streams asked for, or a pseudo console;
 //  5. CreateProcessAsUser suspended, AssignProcessToJobObject, then
 //     ResumeThread: the process runs only once it is in the job, so every
-//     process it starts is in the job too.
+//     process it starts is in the job too. One whose system stopped
+//     meanwhile (its last process exited) is terminated, and the start
+//     fails.
 func (s *system) CreateProcess(ctx context.Context, ps *compute.ProcessSettings) (compute.Process, error) {
 	if err := ctx.Err(); err != nil {
 		return nil, err
@@ -110,6 +112,7 @@ func (s *system) launch(ctx context.Context, ps *compute.ProcessSettings, params
 		return nil, classify("create the process's close event", err, host.facts(err))
 	}
 	var started started
+	var p *process
 	err = s.withJob(func(job handle) error {
 		var err error
 		if started, err = host.createProcess(params); err != nil {
@@ -117,8 +120,25 @@ func (s *system) launch(ctx context.Context, ps *compute.ProcessSettings, params
 		}
 		if err = host.assignProcessToJobObject(job, started.process); err != nil {
 			err = classify("put the process in the container's job object", err, host.facts(err))
-		} else if err = host.resumeThread(started.thread); err != nil {
-			err = classify("resume the process", err, host.facts(err))
+		} else {
+			// Tracked before it runs: a process that exits at once may
+			// stop the system before this returns.
+			p = &process{
+				sys:      s,
+				pid:      int(started.pid),
+				terminal: ps.Terminal,
+				h:        started.process,
+				cancel:   cancel,
+				console:  st.console,
+				exited:   make(chan struct{}),
+				done:     make(chan struct{}),
+			}
+			if err = s.track(p); err == nil {
+				if err = host.resumeThread(started.thread); err != nil {
+					s.forget(p)
+					err = classify("resume the process", err, host.facts(err))
+				}
+			}
 		}
 		if err != nil {
 			if terr := host.terminateProcess(started.process, 1); terr != nil {
@@ -137,26 +157,8 @@ func (s *system) launch(ctx context.Context, ps *compute.ProcessSettings, params
 		st.close(host)
 		return nil, err
 	}
-	p := &process{
-		sys:      s,
-		pid:      int(started.pid),
-		terminal: ps.Terminal,
-		h:        started.process,
-		cancel:   cancel,
-		console:  st.console,
-		exited:   make(chan struct{}),
-		done:     make(chan struct{}),
-	}
 	logger := log.G(ctx).WithFields(log.Fields{"id": s.id, "pid": p.pid})
 	p.relay = relay.Start(st.in, st.out, st.errOut, ps.Stdin, ps.Stdout, ps.Stderr, nil, logger)
-	if err := s.track(p); err != nil {
-		if terr := host.terminateProcess(p.h, 1); terr != nil {
-			logger.WithError(terr).Warn("terminate a process of a stopped container")
-		}
-		go p.wait()
-		p.Close()
-		return nil, err
-	}
 	go p.wait()
 	return p, nil
 }

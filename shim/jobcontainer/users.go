@@ -183,6 +183,7 @@ func (s *system) groupMemberToken(ctx context.Context, group string) (handle, er
 		}
 	}
 	if err != nil {
+		s.dropUser(ctx, name)
 		return 0, classify(fmt.Sprintf("make the temporary user %s for group %s", name, group), err, host.facts(err))
 	}
 	if err := host.addGroupMember(group, name); err != nil {
