@@ -31,8 +31,11 @@ type binding interface {
 	// SetInformationJobObject(JobObjectAssociateCompletionPortInformation).
 	associateCompletionPort(job, port handle, key uintptr) error
 	// jobAccounting is
-	// QueryInformationJobObject(JobObjectBasicAndIoAccountingInformation).
+	// QueryInformationJobObject(JobObjectBasicAccountingInformation).
 	jobAccounting(job handle) (accounting, error)
+	// jobIO is the I/O counters of
+	// QueryInformationJobObject(JobObjectBasicAndIoAccountingInformation).
+	jobIO(job handle) (ioCounters, error)
 	// peakJobMemory is JobObjectExtendedLimitInformation's PeakJobMemoryUsed.
 	peakJobMemory(job handle) (uint64, error)
 	// jobProcessIDs is QueryInformationJobObject(JobObjectBasicProcessIdList).
@@ -124,11 +127,15 @@ type groupAffinity struct {
 	Group uint16
 }
 
-// accounting is JOBOBJECT_BASIC_AND_IO_ACCOUNTING_INFORMATION: times in
-// 100 ns units.
+// accounting is JOBOBJECT_BASIC_ACCOUNTING_INFORMATION: times in 100 ns
+// units, and the job's process counts.
 type accounting struct {
 	TotalUserTime, TotalKernelTime  uint64
 	TotalProcesses, ActiveProcesses uint32
+}
+
+// ioCounters are a job's IO_COUNTERS.
+type ioCounters struct {
 	ReadOperations, WriteOperations uint64
 	ReadBytes, WriteBytes           uint64
 }

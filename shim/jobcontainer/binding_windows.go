@@ -199,8 +199,8 @@ func (winBinding) associateCompletionPort(job, port handle, key uintptr) error {
 	return nil
 }
 
-// jobBasicAndIO is JOBOBJECT_BASIC_AND_IO_ACCOUNTING_INFORMATION.
-type jobBasicAndIO struct {
+// jobBasicAccounting is JOBOBJECT_BASIC_ACCOUNTING_INFORMATION.
+type jobBasicAccounting struct {
 	TotalUserTime             int64
 	TotalKernelTime           int64
 	ThisPeriodTotalUserTime   int64
@@ -209,15 +209,14 @@ type jobBasicAndIO struct {
 	TotalProcesses            uint32
 	ActiveProcesses           uint32
 	TotalTerminatedProcesses  uint32
-	IoInfo                    windows.IO_COUNTERS
 }
 
 func (winBinding) jobAccounting(job handle) (accounting, error) {
-	var info jobBasicAndIO
+	var info jobBasicAccounting
 	if err := find(procQryJ); err != nil {
 		return accounting{}, err
 	}
-	r, _, e := syscall.SyscallN(procQryJ.Addr(), uintptr(job), windows.JobObjectBasicAndIoAccountingInformation, uintptr(unsafe.Pointer(&info)), unsafe.Sizeof(info), 0)
+	r, _, e := syscall.SyscallN(procQryJ.Addr(), uintptr(job), windows.JobObjectBasicAccountingInformation, uintptr(unsafe.Pointer(&info)), unsafe.Sizeof(info), 0)
 	if r == 0 {
 		return accounting{}, lastError(e)
 	}
@@ -226,6 +225,25 @@ func (winBinding) jobAccounting(job handle) (accounting, error) {
 		TotalKernelTime: uint64(info.TotalKernelTime),
 		TotalProcesses:  info.TotalProcesses,
 		ActiveProcesses: info.ActiveProcesses,
+	}, nil
+}
+
+// jobBasicAndIO is JOBOBJECT_BASIC_AND_IO_ACCOUNTING_INFORMATION.
+type jobBasicAndIO struct {
+	Basic  jobBasicAccounting
+	IoInfo windows.IO_COUNTERS
+}
+
+func (winBinding) jobIO(job handle) (ioCounters, error) {
+	var info jobBasicAndIO
+	if err := find(procQryJ); err != nil {
+		return ioCounters{}, err
+	}
+	r, _, e := syscall.SyscallN(procQryJ.Addr(), uintptr(job), windows.JobObjectBasicAndIoAccountingInformation, uintptr(unsafe.Pointer(&info)), unsafe.Sizeof(info), 0)
+	if r == 0 {
+		return ioCounters{}, lastError(e)
+	}
+	return ioCounters{
 		ReadOperations:  info.IoInfo.ReadOperationCount,
 		WriteOperations: info.IoInfo.WriteOperationCount,
 		ReadBytes:       info.IoInfo.ReadTransferCount,

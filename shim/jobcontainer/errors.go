@@ -23,7 +23,8 @@ type errFacts struct {
 	// AccessDenied: ERROR_ACCESS_DENIED, ERROR_PRIVILEGE_NOT_HELD.
 	AccessDenied bool
 	// NotSupported: the host does not implement the call or the
-	// information class (ERROR_NOT_SUPPORTED, ERROR_CALL_NOT_IMPLEMENTED).
+	// information class (ERROR_NOT_SUPPORTED, ERROR_CALL_NOT_IMPLEMENTED,
+	// ERROR_INVALID_FUNCTION).
 	NotSupported bool
 	// InvalidParameter: ERROR_INVALID_PARAMETER, what a host without CPU
 	// rate control or group affinity for jobs answers; read by the caller.
@@ -55,6 +56,7 @@ func (f errFacts) or(g errFacts) errFacts {
 
 // Windows error codes.
 const (
+	errorInvalidFunction    = syscall.Errno(1)
 	errorFileNotFound       = syscall.Errno(2)
 	errorPathNotFound       = syscall.Errno(3)
 	errorAccessDenied       = syscall.Errno(5)
@@ -101,7 +103,7 @@ func errnoFacts(err error) errFacts {
 		f.AlreadyExists = true
 	case errorAccessDenied, errorPrivilegeNotHeld:
 		f.AccessDenied = true
-	case errorNotSupported, errorCallNotImplemented:
+	case errorNotSupported, errorCallNotImplemented, errorInvalidFunction:
 		f.NotSupported = true
 	case errorInvalidParameter:
 		f.InvalidParameter = true

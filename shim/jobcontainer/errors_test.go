@@ -29,6 +29,7 @@ func TestErrnoFacts(t *testing.T) {
 		{errorPrivilegeNotHeld, errFacts{AccessDenied: true}},
 		{errorNotSupported, errFacts{NotSupported: true}},
 		{errorCallNotImplemented, errFacts{NotSupported: true}},
+		{errorInvalidFunction, errFacts{NotSupported: true}},
 		{errorInvalidParameter, errFacts{InvalidParameter: true}},
 		{errorNotReady, errFacts{LayerNotReady: true}},
 		{errorDeviceNotConnected, errFacts{LayerNotReady: true}},

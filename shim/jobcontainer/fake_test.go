@@ -292,7 +292,14 @@ func (f *fakeHost) jobAccounting(job handle) (accounting, error) {
 		return accounting{}, err
 	}
 	j := f.job(job)
-	return accounting{TotalUserTime: 30, TotalKernelTime: 12, TotalProcesses: j.total, ActiveProcesses: uint32(len(j.active)), ReadOperations: 4, ReadBytes: 4096, WriteOperations: 2, WriteBytes: 512}, nil
+	return accounting{TotalUserTime: 30, TotalKernelTime: 12, TotalProcesses: j.total, ActiveProcesses: uint32(len(j.active))}, nil
+}
+
+func (f *fakeHost) jobIO(job handle) (ioCounters, error) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	f.job(job)
+	return ioCounters{ReadOperations: 4, ReadBytes: 4096, WriteOperations: 2, WriteBytes: 512}, f.callLocked("jobIO")
 }
 
 func (f *fakeHost) peakJobMemory(job handle) (uint64, error) {

@@ -22,8 +22,9 @@ func fromFileTime(t int64) time.Time {
 // container's (hcsshim internal/jobcontainers PropertiesV2): processor
 // times from the job's accounting; memory as the commit of its processes
 // now, the job's peak commit and their private working sets; storage as
-// the job's I/O counts.
-func statsOf(a accounting, peak uint64, procs []processRecord, started, now time.Time) *compute.Stats {
+// the job's I/O counts (all of its processes' I/O: runhcs counts the
+// disk's only, through an information class Windows Server 2019 lacks).
+func statsOf(a accounting, io ioCounters, peak uint64, procs []processRecord, started, now time.Time) *compute.Stats {
 	s := &compute.Stats{
 		Timestamp:          now,
 		ContainerStartTime: started,
@@ -35,10 +36,10 @@ func statsOf(a accounting, peak uint64, procs []processRecord, started, now time
 		},
 		Memory: compute.MemoryStats{CommitPeakBytes: peak},
 		Storage: compute.StorageStats{
-			ReadCount:  a.ReadOperations,
-			ReadBytes:  a.ReadBytes,
-			WriteCount: a.WriteOperations,
-			WriteBytes: a.WriteBytes,
+			ReadCount:  io.ReadOperations,
+			ReadBytes:  io.ReadBytes,
+			WriteCount: io.WriteOperations,
+			WriteBytes: io.WriteBytes,
 		},
 	}
 	for _, p := range procs {

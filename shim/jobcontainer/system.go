@@ -288,6 +288,10 @@ func (s *system) Stats(ctx context.Context) (*compute.Stats, error) {
 		if err != nil {
 			return s.fail("read the accounting of", err)
 		}
+		io, err := s.b.host.jobIO(job)
+		if err != nil && !s.b.host.facts(err).NotSupported {
+			return s.fail("read the I/O counters of", err)
+		}
 		peak, err := s.b.host.peakJobMemory(job)
 		if err != nil {
 			return s.fail("read the peak memory of", err)
@@ -299,7 +303,8 @@ func (s *system) Stats(ctx context.Context) (*compute.Stats, error) {
 		s.mu.Lock()
 		started := s.started
 		s.mu.Unlock()
-		st = statsOf(a, peak, procs, started, time.Now())
+		// A host without I/O accounting for jobs (Wine) reports none.
+		st = statsOf(a, io, peak, procs, started, time.Now())
 		return nil
 	})
 	return st, err
