@@ -288,9 +288,13 @@ func (s *system) Stats(ctx context.Context) (*compute.Stats, error) {
 		if err != nil {
 			return s.fail("read the accounting of", err)
 		}
+		// A host without I/O accounting for jobs (Wine) reports none.
 		io, err := s.b.host.jobIO(job)
-		if err != nil && !s.b.host.facts(err).NotSupported {
-			return s.fail("read the I/O counters of", err)
+		if err != nil {
+			if !s.b.host.facts(err).NotSupported {
+				return s.fail("read the I/O counters of", err)
+			}
+			io = ioCounters{}
 		}
 		peak, err := s.b.host.peakJobMemory(job)
 		if err != nil {
@@ -303,7 +307,6 @@ func (s *system) Stats(ctx context.Context) (*compute.Stats, error) {
 		s.mu.Lock()
 		started := s.started
 		s.mu.Unlock()
-		// A host without I/O accounting for jobs (Wine) reports none.
 		st = statsOf(a, io, peak, procs, started, time.Now())
 		return nil
 	})
