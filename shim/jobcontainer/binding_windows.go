@@ -38,6 +38,7 @@ var (
 	procWFMO  = kernel32.NewProc("WaitForMultipleObjects")
 	procCRT   = kernel32.NewProc("CreateRemoteThread")
 	procUPTA  = kernel32.NewProc("UpdateProcThreadAttribute")
+	procGQCS  = kernel32.NewProc("GetQueuedCompletionStatus")
 	procLogon = advapi32.NewProc("LogonUserW")
 	procLGGI  = netapi32.NewProc("NetLocalGroupGetInfo")
 	procLGAM  = netapi32.NewProc("NetLocalGroupAddMembers")
@@ -267,22 +268,24 @@ func (winBinding) jobProcessIDs(job handle) ([]uint32, error) {
 	if err := find(procQryJ); err != nil {
 		return nil, err
 	}
-	// JOBOBJECT_BASIC_PROCESS_ID_LIST: two DWORDs, then ULONG_PTR ids;
-	// grown while the job has more processes than room.
-	for n := 64; ; n *= 2 {
+	// JOBOBJECT_BASIC_PROCESS_ID_LIST: two DWORDs (the processes
+	// assigned, the ids listed), then ULONG_PTR ids; grown while the job
+	// has more processes than room.
+	for n := 64; ; {
 		buf := make([]uintptr, 1+n)
 		r, _, e := syscall.SyscallN(procQryJ.Addr(), uintptr(job), windows.JobObjectBasicProcessIdList, uintptr(unsafe.Pointer(&buf[0])), uintptr(len(buf))*unsafe.Sizeof(buf[0]), 0)
 		if r == 0 && e != windows.ERROR_MORE_DATA {
 			return nil, lastError(e)
 		}
-		assigned, listed := uint32(buf[0]), uint32(buf[0]>>32)
-		if r != 0 && assigned <= listed {
+		assigned, listed := int(uint32(buf[0])), int(uint32(buf[0]>>32))
+		if r != 0 && assigned <= listed && listed <= n {
 			pids := make([]uint32, listed)
 			for i := range pids {
 				pids[i] = uint32(buf[1+i])
 			}
 			return pids, nil
 		}
+		n = max(2*n, assigned+16)
 	}
 }
 
@@ -299,15 +302,23 @@ func (winBinding) createCompletionPort() (handle, error) {
 	return handle(h), err
 }
 
+// jobMessage calls GetQueuedCompletionStatus itself: a job's message
+// carries a process id where an OVERLAPPED pointer would be, which must
+// not land in a Go pointer.
 func (winBinding) jobMessage(port handle, timeoutMs uint32) (uint32, uintptr, error) {
 	var msg uint32
-	var key uintptr
-	var ov *windows.Overlapped
-	err := windows.GetQueuedCompletionStatus(windows.Handle(port), &msg, &key, &ov, timeoutMs)
-	if err == windows.WAIT_TIMEOUT {
-		return 0, 0, errTimeout
+	var key, pid uintptr
+	if err := find(procGQCS); err != nil {
+		return 0, 0, err
 	}
-	return msg, key, err
+	r, _, e := syscall.SyscallN(procGQCS.Addr(), uintptr(port), uintptr(unsafe.Pointer(&msg)), uintptr(unsafe.Pointer(&key)), uintptr(unsafe.Pointer(&pid)), uintptr(timeoutMs))
+	if r == 0 {
+		if e == windows.WAIT_TIMEOUT {
+			return 0, 0, errTimeout
+		}
+		return 0, 0, lastError(e)
+	}
+	return msg, key, nil
 }
 
 func (winBinding) postMessage(port handle, key uintptr) error {

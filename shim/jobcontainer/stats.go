@@ -22,8 +22,9 @@ func fromFileTime(t int64) time.Time {
 // container's (hcsshim internal/jobcontainers PropertiesV2): processor
 // times from the job's accounting; memory as the commit of its processes
 // now, the job's peak commit and their private working sets; storage as
-// the job's I/O counts (all of its processes' I/O: runhcs counts the
-// disk's only, through an information class Windows Server 2019 lacks).
+// the job's I/O counts (all of its processes' I/O, from the documented
+// JobObjectBasicAndIoAccountingInformation; runhcs reads the disk's only,
+// from JobObjectIoAttribution, which Microsoft does not document).
 func statsOf(a accounting, io ioCounters, peak uint64, procs []processRecord, started, now time.Time) *compute.Stats {
 	s := &compute.Stats{
 		Timestamp:          now,
