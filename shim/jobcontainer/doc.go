@@ -10,8 +10,9 @@
 //
 // # Layout
 //
-// binding_windows.go is the only file that calls Windows, and it only
-// calls: one function per binding method (binding.go). host_windows.go
+// binding_windows.go, binding_process_windows.go and
+// binding_users_windows.go are the only files that call Windows, and they
+// only call: one function per binding method (binding.go). host_windows.go
 // adds hcsshim's layer functions (shim/scratch) and the file system. Every
 // decision is platform-neutral and tested on Linux against a fake of the
 // host (fake_test.go):
