@@ -353,8 +353,10 @@ func TestUnderWineTerminate(t *testing.T) {
 
 // The job dies with its last handle: closing the container while its
 // process, child and grandchild run ends all three, as when the shim dies.
+// The delete subcommand's cleanup then releases the rootfs.
 func TestUnderWineKillOnJobClose(t *testing.T) {
-	sys := container(t, realBackend(t), nil)
+	b := realBackend(t)
+	sys := container(t, b, nil)
 	r, w := io.Pipe()
 	p := start(t, sys, &compute.ProcessSettings{CommandLine: `app.exe spawn`, Stdout: w})
 	out := lines(r)
@@ -369,7 +371,6 @@ func TestUnderWineKillOnJobClose(t *testing.T) {
 		if err != nil {
 			t.Fatalf("open process %d: %v", pid, err)
 		}
-		defer windows.CloseHandle(h)
 		procs = append(procs, h)
 	}
 	err := sys.Close()
@@ -380,6 +381,37 @@ func TestUnderWineKillOnJobClose(t *testing.T) {
 		if ev, err := windows.WaitForSingleObject(h, 5000); ev != windows.WAIT_OBJECT_0 {
 			t.Errorf("process %d still runs after the job's last handle closed: %v", i, err)
 		}
+		windows.CloseHandle(h)
+	}
+	<-p.Wait()
+	mp := join(b.mountRoot, sys.ID())
+	if _, err := os.Stat(filepath.Join(mp, "app.exe")); err != nil {
+		t.Fatalf("the rootfs of a container closed while running is gone: %v", err)
+	}
+	// The delete subcommand's cleanup (shim/manager stopSystem). Windows
+	// drops a job's name with its last handle: Open says NotFound. Wine
+	// keeps it until its processes are torn down, a moment later: Open
+	// then gives a system with no process left.
+	o, err := b.Open(context.Background(), sys.ID())
+	switch {
+	case err == nil:
+		o.Terminate(context.Background())
+		select {
+		case <-o.Wait():
+		case <-time.After(10 * time.Second):
+			t.Fatal("the opened job did not stop")
+		}
+		if err := o.Close(); err != nil {
+			t.Errorf("Close of the opened job = %v", err)
+		}
+	case !errdefs.IsNotFound(err):
+		t.Fatalf("Open after the job's last handle closed = %v", err)
+	}
+	if _, err := os.Stat(mp); !errors.Is(err, os.ErrNotExist) {
+		t.Errorf("the rootfs is left after the cleanup: %v", err)
+	}
+	if _, ok := b.held(t, sys.ID()); ok {
+		t.Error("the record is left after the cleanup")
 	}
 }
 
