@@ -38,7 +38,7 @@ func (d *run) stateDirs() []string {
 	}
 	dirs := []string{root}
 	if d.goos == "windows" {
-		dirs = append(dirs, containerdnames.StateRootWindows, containerdnames.ShimStateDirWindows)
+		dirs = append(dirs, containerdnames.StateRootWindows, containerdnames.ShimStateDirWindows, containerdnames.JobContainerStateDirWindows)
 	}
 	slices.Sort(dirs)
 	return slices.Compact(dirs)
