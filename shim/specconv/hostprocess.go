@@ -53,7 +53,29 @@ func hostProcessFrom(spec *specs.Spec, s *compute.Settings, init *compute.Proces
 	s.HostProcess = hp
 	// The host's name is the container's.
 	s.HostName = ""
+	init.WorkingDirectory = HostProcessWorkingDir(init.WorkingDirectory)
 	return nil
+}
+
+// hostProcessRoot is where runhcs binds a HostProcess container's rootfs
+// on a host with the bind filter, and where containerd's CRI starts its
+// processes by default.
+const hostProcessRoot = `C:\hpc`
+
+// HostProcessWorkingDir makes C:\hpc, and a path under it, relative: the
+// container's rootfs is C:\hpc for its processes on runhcs with the bind
+// filter, and winproc's backends put a relative working directory under
+// the container's mount point, so C:\hpc\bin means the rootfs's bin
+// either way. Other paths are the host's, as given.
+func HostProcessWorkingDir(dir string) string {
+	d := strings.TrimRight(dir, `\/`)
+	switch {
+	case strings.EqualFold(d, hostProcessRoot):
+		return ""
+	case len(d) > len(hostProcessRoot) && strings.EqualFold(d[:len(hostProcessRoot)], hostProcessRoot) && (d[len(hostProcessRoot)] == '\\' || d[len(hostProcessRoot)] == '/'):
+		return d[len(hostProcessRoot)+1:]
+	}
+	return dir
 }
 
 // hostProcessMismatch is the error for a container whose kind is not its

@@ -312,7 +312,7 @@ func TestFromSpecHostProcess(t *testing.T) {
 	if s.HostProcess == nil || s.HostProcess.InheritUser || s.HostName != "" || s.Layers.Scratch != baseLayer.Path || len(s.MappedDirectories) != 1 {
 		t.Errorf("settings %+v", s)
 	}
-	if p.User != `NT AUTHORITY\SYSTEM` || p.WorkingDirectory != `C:\hpc` {
+	if p.User != `NT AUTHORITY\SYSTEM` || p.WorkingDirectory != "" {
 		t.Errorf("process %+v", p)
 	}
 	spec := hostProcessSpec()
@@ -361,6 +361,24 @@ func TestFromSpecHostProcessRefused(t *testing.T) {
 				t.Errorf("FromSpec = %v, want InvalidArgument naming %q", err, tc.want)
 			}
 		})
+	}
+}
+
+func TestHostProcessWorkingDir(t *testing.T) {
+	for in, want := range map[string]string{
+		`C:\hpc`:       "",
+		`c:\HPC\`:      "",
+		`C:\hpc\bin`:   "bin",
+		`C:\hpc\a\b\`:  `a\b`,
+		`C:\hpcx`:      `C:\hpcx`,
+		`C:\Windows`:   `C:\Windows`,
+		`D:\hpc`:       `D:\hpc`,
+		"":             "",
+		`relative\dir`: `relative\dir`,
+	} {
+		if got := HostProcessWorkingDir(in); got != want {
+			t.Errorf("HostProcessWorkingDir(%q) = %q, want %q", in, got, want)
+		}
 	}
 }
 

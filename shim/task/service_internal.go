@@ -168,7 +168,7 @@ func (s *Service) create(ctx context.Context, id, bundle string, spec *specs.Spe
 		log.G(ctx).WithField("task", id).Warnf("CPU count %d is more than the host's %d processors; using %d",
 			settings.Resources.RequestedCPUCount, s.backend.HostCPUs(), settings.Resources.CPUCount)
 	}
-	c := &container{id: id, bundle: bundle, execs: map[string]*process.Process{}, release: release}
+	c := &container{id: id, bundle: bundle, execs: map[string]*process.Process{}, release: release, hostProcess: settings.HostProcess != nil}
 	c.init = process.New(id, procSettings, stdio, process.Hooks{
 		OnExit: c.teardown,
 		Notify: s.exitNotifier(id),
@@ -233,6 +233,9 @@ func (s *Service) ExecProcess(ctx context.Context, id, execID string, spec *spec
 	settings, err := specconv.ProcessFromSpec(spec)
 	if err != nil {
 		return fmt.Errorf("exec %s: %w", execID, err)
+	}
+	if c.hostProcess {
+		settings.WorkingDirectory = specconv.HostProcessWorkingDir(settings.WorkingDirectory)
 	}
 	p := process.New(execID, settings, stdio, process.Hooks{Notify: s.exitNotifier(id)})
 	if err := c.addExec(p); err != nil {
