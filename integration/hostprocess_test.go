@@ -96,7 +96,7 @@ func criHostProcess(t *testing.T, sandboxer string) {
 	}
 	// The rootfs at the mount point: the program was found there, and
 	// is there by its full name.
-	if out := crictl(t, n, "exec", "-s", system, "cmd", "/c", `dir /b "`+strings.TrimSuffix(mountPoint, `\`)+`\winproc-testapp.exe"`); !strings.Contains(out, "winproc-testapp.exe") {
+	if out := crictl(t, n, "exec", "-s", system, "cmd", "/c", "dir", "/b", strings.TrimSuffix(mountPoint, `\`)+`\winproc-testapp.exe`); !strings.Contains(out, "winproc-testapp.exe") {
 		t.Errorf("the rootfs at %s:\n%s", mountPoint, out)
 	}
 	url := "http://" + l.Addr().String() + "/"

@@ -37,8 +37,16 @@ func TestPodsandboxHostProcessKind(t *testing.T) {
 	if err := create("pause", hostProcess(true, "sandbox")); err != nil {
 		t.Fatal(err)
 	}
-	if s := h.backend.System("pause"); s == nil || s.Settings.HostProcess == nil {
-		t.Fatalf("the pause container is not a HostProcess container: %+v", s)
+	// Nothing runs for a HostProcess pod's pause container (runhcs fakes
+	// it too): no compute system, a task of pid 0 until it is stopped.
+	if s := h.backend.System("pause"); s != nil {
+		t.Fatalf("a HostProcess pod's pause container made a compute system: %+v", s)
+	}
+	if pid := h.start(t, "pause", ""); pid != 0 {
+		t.Errorf("the pause task's pid is %d", pid)
+	}
+	if st, err := h.svc.Stats(h.ctx, &taskAPI.StatsRequest{ID: "pause"}); err != nil || st.Stats == nil {
+		t.Errorf("Stats of the pause task: %v, %v", st, err)
 	}
 	if err := create("ordinary", hostProcess(false, "container")); !errdefs.IsInvalidArgument(err) {
 		t.Errorf("an ordinary container in a HostProcess pod: %v", err)
@@ -48,6 +56,12 @@ func TestPodsandboxHostProcessKind(t *testing.T) {
 	}
 	if checked != 0 {
 		t.Errorf("the image check ran %d times for HostProcess containers", checked)
+	}
+	if _, err := h.svc.Kill(h.ctx, &taskAPI.KillRequest{ID: "pause", Signal: 15}); err != nil {
+		t.Fatal(err)
+	}
+	if w := h.wait(t, "pause", ""); w.ExitStatus != 0 {
+		t.Errorf("the pause task exited %d after SIGTERM, want 0", w.ExitStatus)
 	}
 
 	h = newHarness(t)

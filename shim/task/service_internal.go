@@ -176,7 +176,12 @@ func (s *Service) create(ctx context.Context, id, bundle string, spec *specs.Spe
 	if err := c.init.Connect(ctx); err != nil {
 		return fmt.Errorf("task %s: %w", id, err)
 	}
-	sys, err := s.backend.Create(ctx, id, settings)
+	var sys compute.System
+	if settings.HostProcess != nil && spec.Annotations[annotations.KubernetesContainerType] == criSandbox {
+		sys = newHostProcessPod(id)
+	} else {
+		sys, err = s.backend.Create(ctx, id, settings)
+	}
 	if err != nil {
 		c.init.Abandon()
 		return fmt.Errorf("create compute system for task %s: %w", id, err)
