@@ -4,16 +4,15 @@ package integration
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"net"
 	"net/http"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"strings"
 	"testing"
 
+	"github.com/winproc/winproc/integration/emulatednode"
 	"github.com/winproc/winproc/integration/node"
 	"github.com/winproc/winproc/winimage"
 )
@@ -80,10 +79,7 @@ func criHostProcess(t *testing.T, sandboxer string) {
 		t.Fatal(err)
 	}
 
-	spec := podSpec(t, "agents", true)
-	spec["hostname"] = ""
-	spec["windows"] = hostProcessSecurity(`NT AUTHORITY\SYSTEM`)
-	pod := runPodWith(t, n, "agents", writeJSON(t, "agents.json", spec))
+	pod := runPodWith(t, n, "agents", hostProcessPodConfig(t))
 
 	system := createHostProcess(t, n, pod, "system", `NT AUTHORITY\SYSTEM`, []string{"winproc-testapp.exe", "sleep", "-seconds", "0"})
 	crictl(t, n, "start", system)
@@ -106,13 +102,26 @@ func criHostProcess(t *testing.T, sandboxer string) {
 	if out := crictl(t, n, "exec", "-s", system, "cmd", "/c", "type", `Z:`+strings.ReplaceAll(hostFile, "/", `\`)); !strings.Contains(out, "the node's files") {
 		t.Errorf("a HostProcess container does not see the node's file %s:\n%s", hostFile, out)
 	}
-	for _, code := range []int{0, 7, 255} {
-		if got := execExitCode(t, n, system, "winproc-testapp.exe", "exit", fmt.Sprint(code)); got != code {
-			t.Errorf("exec exit %d: crictl says %d", code, got)
-		}
+	// crictl exec says only whether an exec failed; the exact code shows
+	// as a container's (below).
+	if _, err := n.Crictl(context.Background(), "exec", "-s", system, "winproc-testapp.exe", "exit", "0"); err != nil {
+		t.Errorf("exec exit 0: %v", err)
+	}
+	if _, err := n.Crictl(context.Background(), "exec", "-s", system, "winproc-testapp.exe", "exit", "7"); err == nil {
+		t.Error("exec exit 7 succeeded")
 	}
 	if out, err := n.Crictl(context.Background(), "exec", "-s", system, "no-such-program.exe"); err == nil || !strings.Contains(out, "no-such-program.exe") {
 		t.Errorf("exec of a missing program: %v\n%s", err, out)
+	}
+
+	// Exit codes exact: no shell between the command line and the program.
+	for _, code := range []int{7, 255} {
+		c := createHostProcess(t, n, pod, fmt.Sprint("exit", code), `NT AUTHORITY\SYSTEM`, []string{"winproc-testapp.exe", "exit", fmt.Sprint(code)})
+		crictl(t, n, "start", c)
+		if got := waitExited(t, n, c); got != code {
+			t.Errorf("a container exiting %d: crictl inspect says %d", code, got)
+		}
+		crictl(t, n, "rm", c)
 	}
 
 	group := createHostProcess(t, n, pod, "group", `BUILTIN\Users`, []string{"winproc-testapp.exe", "env"})
@@ -129,7 +138,7 @@ func criHostProcess(t *testing.T, sandboxer string) {
 
 	// Kinds are not mixed: an ordinary container in a HostProcess pod.
 	ordinary := containerConfig(t, "ordinary", testAppImage, []string{testApp, "env"}, nil)
-	if out, err := n.Crictl(context.Background(), "create", pod, ordinary, podConfig(t, "agents")); err == nil || !strings.Contains(out, "HostProcess") {
+	if out, err := n.Crictl(context.Background(), "create", pod, ordinary, hostProcessPodConfig(t)); err == nil || !strings.Contains(out, "HostProcess") {
 		t.Errorf("an ordinary container in a HostProcess pod was not refused: %v\n%s", err, out)
 	}
 
@@ -145,6 +154,14 @@ func criHostProcess(t *testing.T, sandboxer string) {
 		if leaks := n.Leaks(id); len(leaks) > 0 {
 			t.Errorf("left of %s: %v", id, leaks)
 		}
+	}
+	// The node's HostProcess prefix goes with its last container, and
+	// with it every mount of the emulation's.
+	if _, err := os.Stat(filepath.Join(n.EmulationRoot(), ".hostprocess")); err == nil {
+		t.Error("the host prefix outlived the node's HostProcess containers")
+	}
+	if m := emulatednode.Mounts(n.EmulationRoot()); len(m) > 0 {
+		t.Errorf("mounts left: %v", m)
 	}
 }
 
@@ -165,25 +182,17 @@ func TestCRIHostProcessInOrdinaryPod(t *testing.T) {
 func createHostProcess(t *testing.T, n *node.Node, pod, name, user string, args []string) string {
 	t.Helper()
 	cfg := containerConfig(t, name, hostProcessImage, args, map[string]any{"windows": hostProcessSecurity(user)})
+	return lastLine(crictl(t, n, "create", pod, cfg, hostProcessPodConfig(t)))
+}
+
+// hostProcessPodConfig writes the CRI config of the HostProcess pod
+// "agents", as the kubelet makes it: the host's network, no hostname.
+func hostProcessPodConfig(t *testing.T) string {
+	t.Helper()
 	spec := podSpec(t, "agents", true)
 	spec["hostname"] = ""
 	spec["windows"] = hostProcessSecurity(`NT AUTHORITY\SYSTEM`)
-	return lastLine(crictl(t, n, "create", pod, cfg, writeJSON(t, "agents-pod.json", spec)))
-}
-
-// execExitCode runs crictl exec -s and returns the exit code it reports.
-func execExitCode(t *testing.T, n *node.Node, id string, args ...string) int {
-	t.Helper()
-	out, err := n.Crictl(context.Background(), append([]string{"exec", "-s", id}, args...)...)
-	var exit *exec.ExitError
-	switch {
-	case err == nil:
-		return 0
-	case errors.As(err, &exit):
-		return exit.ExitCode()
-	}
-	t.Fatalf("exec %v: %v\n%s", args, err, out)
-	return -1
+	return writeJSON(t, "agents.json", spec)
 }
 
 // envValue is NAME's value in `winproc-testapp.exe env` output.
