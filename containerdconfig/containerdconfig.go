@@ -162,23 +162,31 @@ func diffChain(goos string) []string {
 	return nil
 }
 
-// Generate returns the config as TOML.
-func Generate(n Node) ([]byte, error) {
+// check refuses a node the config cannot be made for.
+func (n Node) check() error {
 	if n.Handler == "" {
-		return nil, fmt.Errorf("containerd config: a runtime handler name is required")
+		return fmt.Errorf("containerd config: a runtime handler name is required")
 	}
 	if n.SnapshotterAddress == "" {
-		return nil, fmt.Errorf("containerd config: the snapshotter address is required")
+		return fmt.Errorf("containerd config: the snapshotter address is required")
 	}
 	switch n.OS {
 	case "windows", "linux":
 	default:
-		return nil, fmt.Errorf("containerd config: node OS %q: use \"windows\" or \"linux\"", n.OS)
+		return fmt.Errorf("containerd config: node OS %q: use \"windows\" or \"linux\"", n.OS)
 	}
 	switch n.Sandboxer {
 	case "shim", "podsandbox":
 	default:
-		return nil, fmt.Errorf("containerd config: sandboxer %q: use \"shim\" or \"podsandbox\"", n.Sandboxer)
+		return fmt.Errorf("containerd config: sandboxer %q: use \"shim\" or \"podsandbox\"", n.Sandboxer)
+	}
+	return nil
+}
+
+// Generate returns the config as TOML.
+func Generate(n Node) ([]byte, error) {
+	if err := n.check(); err != nil {
+		return nil, err
 	}
 
 	f := file{
