@@ -86,7 +86,7 @@ func TestProcessExitCode(t *testing.T) {
 				t.Errorf("ExitError = %v", err)
 			}
 			names := strings.Join(f.callNames(), " ")
-			if !strings.Contains(names, "createProcess assignProcessToJobObject resumeThread closeHandle") {
+			if !strings.Contains(names, "createProcess assignProcessToJobObject resumeThread") {
 				t.Errorf("not suspended, assigned, resumed: %s", names)
 			}
 		})
