@@ -4,9 +4,6 @@ package jobcontainer
 
 import (
 	"context"
-	"os"
-	"os/exec"
-	"path/filepath"
 	"strings"
 	"testing"
 	"time"
@@ -30,21 +27,9 @@ func TestJobObjectsUnderWine(t *testing.T) {
 	ctx, cancel := context.WithTimeout(context.Background(), 8*time.Minute)
 	t.Cleanup(cancel)
 	dir := t.TempDir()
-	for _, tc := range []struct {
-		name  string
-		flags []string
-	}{
-		{"as built", nil},
-		{"stack moved at every call", []string{"-gcflags=all=-d=maymorestack=runtime.mayMoreStackMove"}},
-	} {
-		t.Run(tc.name, func(t *testing.T) {
-			exe := filepath.Join(dir, strings.ReplaceAll(tc.name, " ", "-")+".test.exe")
-			args := append([]string{"test", "-c", "-o", exe}, tc.flags...)
-			build := exec.CommandContext(ctx, "go", append(args, ".")...)
-			build.Env = append(os.Environ(), "GOOS=windows", "GOARCH=amd64", "CGO_ENABLED=0")
-			if b, err := build.CombinedOutput(); err != nil {
-				t.Fatalf("build the Windows tests: %v\n%s", err, b)
-			}
+	for _, tc := range winetest.BindingBuilds {
+		t.Run(tc.Name, func(t *testing.T) {
+			exe := winetest.BuildTests(ctx, t, dir, tc.Name, tc.Flags...)
 			cmd := winetest.Command(ctx, t, prefix, exe, "-test.run", "^TestUnderWine", "-test.v")
 			out, err := cmd.CombinedOutput()
 			if code, cerr := winetest.ExitCode(err); cerr != nil || code != 0 || !strings.Contains(string(out), "--- PASS: TestUnderWineKillOnJobClose") {
