@@ -23,6 +23,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"io"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -248,9 +249,15 @@ func (n *Node) Run(exe string, args ...string) (string, error) {
 // directory dir ("" for the test's), with env added to its environment; a
 // non-zero exit is an error.
 func (n *Node) Exec(dir string, env []string, exe string, args ...string) (stdout, stderr string, err error) {
+	return n.ExecStdin(nil, dir, env, exe, args...)
+}
+
+// ExecStdin is Exec with stdin as the program's standard input.
+func (n *Node) ExecStdin(stdin io.Reader, dir string, env []string, exe string, args ...string) (stdout, stderr string, err error) {
 	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
 	defer cancel()
 	cmd := winetest.Command(ctx, n.t, n.prefix, exe, args...)
+	cmd.Stdin = stdin
 	cmd.Dir = dir
 	cmd.Env = append(cmd.Env, env...)
 	var o, e syncbuffer.Buffer
@@ -268,8 +275,13 @@ func (n *Node) Exec(dir string, env []string, exe string, args ...string) (stdou
 // Crictl runs crictl.exe against containerd.exe's CRI, as the kubelet's
 // runtime endpoint, and returns its stdout and stderr.
 func (n *Node) Crictl(args ...string) (stdout, stderr string, err error) {
+	return n.CrictlStdin(nil, args...)
+}
+
+// CrictlStdin is Crictl with stdin as crictl.exe's standard input.
+func (n *Node) CrictlStdin(stdin io.Reader, args ...string) (stdout, stderr string, err error) {
 	args = append([]string{"--runtime-endpoint", CRIEndpoint, "--image-endpoint", CRIEndpoint, "--timeout", "2m"}, args...)
-	return n.Exec("", nil, InstallDir+`\crictl.exe`, args...)
+	return n.ExecStdin(stdin, "", nil, InstallDir+`\crictl.exe`, args...)
 }
 
 // PauseImage is the pause image install/'s fragment names, which

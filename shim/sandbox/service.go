@@ -117,7 +117,7 @@ func (s *Service) CreateSandbox(ctx context.Context, r *sandboxAPI.CreateSandbox
 	s.mu.Unlock()
 	s.tasks.SetPodKind(settings.HostProcess)
 	if settings.HostProcess {
-		s.tasks.HoldForSandbox(true)
+		s.tasks.HoldForSandbox(r.SandboxID)
 		return &sandboxAPI.CreateSandboxResponse{}, nil
 	}
 	defer func() {
@@ -389,7 +389,7 @@ func (s *Service) ShutdownSandbox(ctx context.Context, r *sandboxAPI.ShutdownSan
 		s.mu.Lock()
 		if p.hostProcess != nil {
 			p.hostProcess.stop()
-			s.tasks.HoldForSandbox(false)
+			s.tasks.HoldForSandbox("")
 		}
 		s.pod = nil
 		s.mu.Unlock()

@@ -48,9 +48,12 @@ type Service struct {
 	// service (shim mode), or the pause container's spec (podsandbox
 	// mode). Every container of the pod must be of its kind.
 	podKind *bool
-	// sandboxHeld keeps the shim serving without a task: a HostProcess
-	// pod's sandbox in shim mode has none of its own.
-	sandboxHeld bool
+	// heldSandbox, when set, is a sandbox with no task of its own (a
+	// HostProcess pod's in shim mode), held since heldSince: it keeps the
+	// shim serving, and its statistics are the empty ones of a task with
+	// no process.
+	heldSandbox string
+	heldSince   time.Time
 }
 
 // SetPodKind records whether the pod the shim serves is a HostProcess pod.
@@ -354,20 +357,24 @@ func (s *Service) WaitProcess(ctx context.Context, id, execID string) (exit uint
 	return p.Wait(ctx)
 }
 
-// HoldForSandbox keeps the shim serving while held, for a sandbox that
-// has no task of its own: removing the pod's last container must not end
-// the shim while the pod stays.
-func (s *Service) HoldForSandbox(held bool) {
+// HoldForSandbox keeps the shim serving for sandbox id, which has no task
+// of its own, until it is called with "": removing the pod's last
+// container must not end the shim while the pod stays. containerd's
+// Windows CRI asks for the sandbox's task statistics (podSandboxStats),
+// which fails the node's whole pod stats call when there are none; the
+// held sandbox answers with a task's that has no process, as runhcs's
+// HostProcess pod does.
+func (s *Service) HoldForSandbox(id string) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	s.sandboxHeld = held
+	s.heldSandbox, s.heldSince = id, time.Now()
 }
 
 // ShutdownIfIdle stops the shim unless it still holds a task or a
 // sandbox.
 func (s *Service) ShutdownIfIdle() {
 	s.mu.Lock()
-	idle := len(s.containers) == 0 && !s.sandboxHeld
+	idle := len(s.containers) == 0 && s.heldSandbox == ""
 	s.mu.Unlock()
 	if idle {
 		s.shutdown.Shutdown()
@@ -449,6 +456,12 @@ func (s *Service) UpdateTask(ctx context.Context, id string, res *specs.WindowsR
 func (s *Service) TaskStats(ctx context.Context, id string) (*compute.Stats, error) {
 	c, err := s.container(id)
 	if err != nil {
+		s.mu.Lock()
+		defer s.mu.Unlock()
+		if id != "" && id == s.heldSandbox {
+			now := time.Now()
+			return &compute.Stats{Timestamp: now, ContainerStartTime: s.heldSince, Uptime: now.Sub(s.heldSince)}, nil
+		}
 		return nil, err
 	}
 	st, err := c.system.Stats(ctx)
