@@ -70,7 +70,8 @@ type Binaries struct {
 // Options change how a node is laid out.
 type Options struct {
 	// Standins installs the stand-in DLLs in the node's System32, where
-	// the shim and containerd.exe load them from.
+	// the shim and containerd.exe load them from, and the test CNI
+	// plugin (cniplugin) with its network config.
 	Standins bool
 	// Sandboxer is the winproc handler's sandboxer, "shim" (install/'s
 	// default) or "podsandbox".
@@ -179,6 +180,7 @@ func (n *Node) install(bins Binaries) {
 		t.Fatal(err)
 	}
 	if n.opts.Standins {
+		n.installCNI(bins)
 		for _, dll := range standinDLLs {
 			b, err := os.ReadFile(filepath.Join(bins.Standins, dll))
 			if err != nil {
@@ -188,6 +190,28 @@ func (n *Node) install(bins Binaries) {
 				t.Fatal(err)
 			}
 		}
+	}
+}
+
+// installCNI installs the test CNI plugin (cniplugin) and a network
+// config naming it where containerd.exe's CRI looks by default.
+func (n *Node) installCNI(bins Binaries) {
+	b, err := os.ReadFile(filepath.Join(bins.Project, "cniplugin.exe"))
+	if err != nil {
+		n.t.Fatal(err)
+	}
+	bin, conf := n.Path(InstallDir+`\cni\bin`), n.Path(InstallDir+`\cni\conf`)
+	for _, d := range []string{bin, conf} {
+		if err := os.MkdirAll(d, 0o755); err != nil {
+			n.t.Fatal(err)
+		}
+	}
+	if err := os.WriteFile(filepath.Join(bin, "winproc-test.exe"), b, 0o755); err != nil {
+		n.t.Fatal(err)
+	}
+	cfg := `{"cniVersion":"1.0.0","name":"winproc-test","type":"winproc-test"}`
+	if err := os.WriteFile(filepath.Join(conf, "10-winproc-test.conf"), []byte(cfg), 0o644); err != nil {
+		n.t.Fatal(err)
 	}
 }
 

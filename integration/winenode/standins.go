@@ -13,13 +13,13 @@ import (
 // standinDLLs are the stand-ins of testdata/standins: each implements the
 // documented contract of the functions winproc and containerd.exe call in
 // a DLL Wine lacks, and says in its comment what it leaves unproven.
-var standinDLLs = []string{"vmcompute.dll", "bindfltapi.dll"}
+var standinDLLs = []string{"vmcompute.dll", "bindfltapi.dll", "computecore.dll", "computenetwork.dll"}
 
 // BuildStandins builds the stand-in DLLs with MinGW into dir.
 func BuildStandins(dir string) error {
 	for _, dll := range standinDLLs {
 		src := filepath.Join("testdata", "standins", strings.TrimSuffix(dll, ".dll")+".c")
-		cc := exec.Command("x86_64-w64-mingw32-gcc", "-O2", "-Wall", "-Werror", "-shared", "-o", filepath.Join(dir, dll), src)
+		cc := exec.Command("x86_64-w64-mingw32-gcc", "-O2", "-Wall", "-Werror", "-shared", "-o", filepath.Join(dir, dll), src, "-lole32")
 		if out, err := cc.CombinedOutput(); err != nil {
 			return errors.Join(fmt.Errorf("build the stand-in %s: %w", dll, err), errors.New(string(out)))
 		}

@@ -51,10 +51,10 @@ func run(m *testing.M) int {
 		fmt.Fprintln(os.Stderr, err)
 		return 1
 	}
-	build := exec.Command("go", "build", "-o", dir+"/", "./shimclient")
+	build := exec.Command("go", "build", "-o", dir+"/", "./shimclient", "./cniplugin")
 	build.Env = append(os.Environ(), "GOOS=windows", "GOARCH=amd64", "CGO_ENABLED=0")
 	if out, err := build.CombinedOutput(); err != nil {
-		fmt.Fprintf(os.Stderr, "build shimclient: %v\n%s", err, out)
+		fmt.Fprintf(os.Stderr, "build shimclient and cniplugin: %v\n%s", err, out)
 		return 1
 	}
 	if err := BuildStandins(dir); err != nil {

@@ -1,0 +1,175 @@
+//go:build linux
+
+package winenode
+
+import (
+	"encoding/json"
+	"fmt"
+	"strings"
+	"testing"
+	"time"
+)
+
+// appImage is a process-isolated container's image: the test app on a
+// layer for the node's build.
+const appImage = "winproc.test/app:ltsc2022"
+
+// The kubelet's Windows path for an ordinary pod: crictl.exe drives
+// containerd.exe's own Windows CRI, which makes the pod's network
+// namespace through HCN and its network through CNI, and runs the pod on
+// the shipped shim.exe, whose HCS backend runs the pause container and the
+// app as compute systems, in both sandbox modes. HCS and HCN are the
+// stand-ins' (docs/test-node.md): the containers are real Windows
+// processes in a job object each, their C:\ their volume's directory.
+func TestCRIPod(t *testing.T) {
+	for _, sandboxer := range []string{"shim", "podsandbox"} {
+		t.Run(sandboxer, func(t *testing.T) { criPod(t, sandboxer) })
+	}
+}
+
+func criPod(t *testing.T, sandboxer string) {
+	n := startNodeWith(t, Options{Standins: true, Sandboxer: sandboxer, DefaultHandler: true})
+	importTree(t, n, appImage, HostBuild+".1", "winproc-testapp.exe")
+	importTree(t, n, PauseImage, HostBuild+".1", "pause.exe")
+	logs := t.TempDir()
+	pod := criJSON(t, "pod.json", map[string]any{
+		"metadata":      map[string]any{"name": "web", "namespace": "default", "uid": "uid-web"},
+		"hostname":      "web",
+		"log_directory": WindowsPath(logs),
+	})
+	id := criRun(t, n, "runp", pod)
+	var podStatus struct {
+		Status struct {
+			State   string `json:"state"`
+			Network struct {
+				IP string `json:"ip"`
+			} `json:"network"`
+		} `json:"status"`
+	}
+	if err := json.Unmarshal([]byte(criRun(t, n, "inspectp", "-o", "json", id)), &podStatus); err != nil || podStatus.Status.State != "SANDBOX_READY" || podStatus.Status.Network.IP != "127.0.0.1" {
+		t.Errorf("inspectp: %+v, %v; want ready with the test CNI plugin's address", podStatus, err)
+	}
+	if out := criRun(t, n, "pods", "-q"); out != id {
+		t.Errorf("crictl pods -q: %q, want %s", out, id)
+	}
+
+	port := freePort(t)
+	app := criCreatePod(t, n, id, pod, "app", map[string]any{
+		"envs":        []map[string]string{{"key": "GREETING", "value": "from CRI"}},
+		"annotations": map[string]string{"io.microsoft.container.processor.count": "1"},
+		"windows":     map[string]any{"resources": map[string]any{"memory_limit_in_bytes": 512 << 20}},
+	}, `C:\winproc-testapp.exe`, "serve", "-addr", fmt.Sprintf("127.0.0.1:%d", port))
+	criRun(t, n, "start", app)
+	waitFor(t, "the app's log", func() bool { return strings.Contains(readLog(logs, "app"), "listening") })
+	if out := criRun(t, n, "ps", "-q", "--pod", id); out != app {
+		t.Errorf("crictl ps --pod: %q, want %s", out, app)
+	}
+	if out := criRun(t, n, "inspect", "-o", "json", app); !strings.Contains(out, `"CONTAINER_RUNNING"`) {
+		t.Errorf("inspect:\n%s", out)
+	}
+	env := criRun(t, n, "exec", "-s", app, `C:\winproc-testapp.exe`, "env")
+	if envValue(env, "GREETING") != "from CRI" || !strings.HasSuffix(envValue(env, "cwd"), `\standin-volume`) || envValue(env, "GOFLAGS") != "" {
+		t.Errorf("exec env: GREETING %q, cwd %q, the host's GOFLAGS %q; want CRI's, the container's C:\\ and not the host's:\n%s", envValue(env, "GREETING"), envValue(env, "cwd"), envValue(env, "GOFLAGS"), env)
+	}
+	if _, _, err := n.Crictl("exec", "-s", app, `C:\winproc-testapp.exe`, "exit", "3"); err == nil {
+		t.Error("exec exiting 3 succeeded")
+	}
+	payload := strings.Repeat("through containerd.exe's exec\n", 2000)
+	if out, errOut, err := n.CrictlStdin(strings.NewReader(payload), "exec", "-i", app, `C:\winproc-testapp.exe`, "echo"); err != nil || out != payload {
+		t.Errorf("exec -i echo: %v; %d of %d bytes back\n%s", err, len(out), len(payload), errOut)
+	}
+
+	// port-forward, containerd 2.x's way: containerd.exe dials the pod's
+	// IP, the test CNI plugin's.
+	local := freePort(t)
+	stopForward := n.Background(InstallDir+`\crictl.exe`, "--runtime-endpoint", CRIEndpoint, "port-forward", id, fmt.Sprintf("%d:%d", local, port))
+	waitFor(t, "the forwarded port's answer", func() bool {
+		body, err := httpGet(fmt.Sprintf("http://127.0.0.1:%d/healthz", local))
+		return err == nil && body != ""
+	})
+	stopForward()
+
+	echo := criCreatePod(t, n, id, pod, "echo", map[string]any{"stdin": true, "stdin_once": true}, `C:\winproc-testapp.exe`, "echo")
+	criRun(t, n, "start", echo)
+	if out, errOut, err := n.CrictlStdin(strings.NewReader(payload), "attach", "-i", echo); err != nil || out != payload {
+		t.Errorf("attach -i: %v; %d of %d bytes back\n%s", err, len(out), len(payload), errOut)
+	}
+	if code := exitCode(t, n, echo); code != 0 {
+		t.Errorf("the attached container exited %d", code)
+	}
+	criRun(t, n, "rm", echo)
+
+	checkContainerStats(t, n, app)
+	// As for a HostProcess pod: containerd.exe's getSandboxPidCount leaves
+	// a shim-mode pod out (docs/cri-sandbox-modes.md).
+	statsp := criRun(t, n, "statsp", "-o", "json", "--id", id)
+	if listed := strings.Contains(statsp, id); listed != (sandboxer == "podsandbox") {
+		t.Errorf("crictl statsp in %s mode lists the pod: %v\n%s", sandboxer, listed, statsp)
+	}
+	criRun(t, n, "update", "--memory", "268435456", app)
+
+	start := time.Now()
+	criRun(t, n, "stop", "--timeout", "30", app)
+	if d := time.Since(start); d > 20*time.Second {
+		t.Errorf("the graceful stop took %v", d)
+	}
+	if code := exitCode(t, n, app); code != 0 {
+		t.Errorf("the app stopped with %d, want 0 from its own handler", code)
+	}
+	if !strings.Contains(readLog(logs, "app"), "GET /healthz") {
+		t.Errorf("the app's log has no forwarded request:\n%s", readLog(logs, "app"))
+	}
+	stubborn := criCreatePod(t, n, id, pod, "stubborn", nil, `C:\winproc-testapp.exe`, "sleep", "-seconds", "0", "-ignore-events")
+	criRun(t, n, "start", stubborn)
+	waitFor(t, "the stubborn container's log", func() bool { return strings.Contains(readLog(logs, "stubborn"), "ready") })
+	start = time.Now()
+	criRun(t, n, "stop", "--timeout", "2", stubborn)
+	if d := time.Since(start); d < 2*time.Second {
+		t.Errorf("the container that ignores the event stopped after %v, before its deadline", d)
+	}
+	criRun(t, n, "rm", app, stubborn)
+	criRun(t, n, "stopp", id)
+	criRun(t, n, "rmp", id)
+	n.checkNothingLeft()
+}
+
+// criCreatePod creates a process-isolated container name in pod.
+func criCreatePod(t *testing.T, n *Node, pod, podConfig, name string, extra map[string]any, command ...string) string {
+	t.Helper()
+	cfg := map[string]any{
+		"metadata": map[string]any{"name": name},
+		"image":    map[string]any{"image": appImage},
+		"command":  command,
+		"log_path": name + ".log",
+	}
+	for k, v := range extra {
+		cfg[k] = v
+	}
+	return criRun(t, n, "create", pod, criJSON(t, name+".json", cfg), podConfig)
+}
+
+// checkContainerStats checks that crictl stats gives container c's
+// statistics as containerd.exe decodes the shim's: taken now, with CPU
+// and memory.
+func checkContainerStats(t *testing.T, n *Node, c string) {
+	t.Helper()
+	var v struct {
+		Stats []struct {
+			CPU struct {
+				Timestamp string `json:"timestamp"`
+			} `json:"cpu"`
+			Memory *struct {
+				Timestamp string `json:"timestamp"`
+			} `json:"memory"`
+		} `json:"stats"`
+	}
+	out := criRun(t, n, "stats", "-o", "json", "--id", c)
+	if err := json.Unmarshal([]byte(out), &v); err != nil || len(v.Stats) != 1 {
+		t.Fatalf("crictl stats: %v\n%s", err, out)
+	}
+	var ts int64
+	fmt.Sscan(v.Stats[0].CPU.Timestamp, &ts)
+	if d := time.Since(time.Unix(0, ts)); d < 0 || d > time.Minute || v.Stats[0].Memory == nil {
+		t.Errorf("crictl stats of %s: CPU taken %v ago, memory %v\n%s", c, d, v.Stats[0].Memory, out)
+	}
+}
