@@ -10,13 +10,14 @@
 // and config.toml in C:\Program Files\containerd, install/'s config fragment
 // imported from its conf.d, containerd's default root, state and pipe.
 //
-// Wine has no HCS, HCN or BackupWrite, so no process-isolated container
-// runs here: the tests prove what a node does before those, and that where
-// they are needed the error says so. HostProcess containers run for real:
-// job objects are Wine's own, and stand-ins (testdata/standins, built with
-// MinGW; Options.Standins) implement what Wine lacks on their path, the
-// layer functions of vmcompute.dll and the bind filter's bindfltapi.dll.
-// crictl.exe drives containerd.exe's own Windows CRI plugin there.
+// Wine has no HCS, HCN, layer functions, bind filter or BackupWrite. Without
+// stand-ins the tests prove what a node does before those, and that where
+// they are needed the error says so. With them (testdata/standins, built
+// with MinGW; Options.Standins: computecore.dll, computenetwork.dll,
+// vmcompute.dll, bindfltapi.dll, and the test CNI plugin), crictl.exe
+// drives containerd.exe's own Windows CRI plugin through HostProcess pods,
+// whose job objects are Wine's own, and ordinary pods, whose compute
+// systems are the HCS stand-in's (docs/test-node.md).
 package winenode
 
 import (
