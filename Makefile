@@ -83,14 +83,16 @@ wine-test:
 wine-node: tools wine
 	$(GO) test -count=1 -v ./integration/winenode/
 
-# The OCI specs containerd's CRI makes for realistic Windows pods, written
-# by the emulated node's CRI into the corpus of the HCS document's
-# differential test against runhcs (shim/hcs document_oracle_test.go, run by
-# `unit`). Rerun after changing the corpus's pods or containerd.
+# The OCI specs containerd's CRI makes for realistic Windows pods, the
+# corpora of the HCS document's differential test against runhcs (shim/hcs
+# document_oracle_test.go, run by `unit`): written by the emulated node's
+# Linux CRI, and by containerd.exe's own Windows CRI on the Windows node
+# under Wine. Rerun after changing the corpus's pods or containerd.
 .PHONY: spec-corpus
 spec-corpus: tools wine
-	rm -f shim/hcs/testdata/corpus/*.json
+	rm -f shim/hcs/testdata/corpus/*.json shim/hcs/testdata/corpus-wincri/*.json
 	WINPROC_WRITE_SPEC_CORPUS=$(CURDIR)/shim/hcs/testdata/corpus $(GO) test -count=1 -v -run '^TestWriteSpecCorpus$$' ./integration/
+	WINPROC_WRITE_WINCRI_SPEC_CORPUS=$(CURDIR)/shim/hcs/testdata/corpus-wincri $(GO) test -count=1 -v -run '^TestWriteWindowsCRISpecCorpus$$' ./integration/winenode/
 
 # The shim's performance benchmarks (resident memory next to containerd's
 # runc shim, task API latency through containerd and direct) and the scale

@@ -78,15 +78,47 @@ var processDifferences = []difference{
 	{`^Environment\.`, "env-case", "Windows environment names are case-insensitive: of two spellings of one name (Path and PATH, which containerd keeps apart) winproc keeps the later entry, as the spec orders them; runhcs sends both, and which a program sees is up to Windows"},
 }
 
+// corpora are the differential test's corpora: the specs the emulated
+// node's Linux CRI makes, and those containerd.exe's own Windows CRI makes
+// on the Windows node under Wine (both written by `make spec-corpus`).
+var corpora = []struct {
+	dir string
+	min int
+}{{"corpus", 50}, {"corpus-wincri", 30}}
+
 func TestDocumentMatchesRunhcs(t *testing.T) {
 	prefix := winetest.Prefix(t)
-	corpus, err := filepath.Abs(filepath.Join("testdata", "corpus"))
+	used, usedProcess := map[int]bool{}, map[int]bool{}
+	for _, c := range corpora {
+		t.Run(c.dir, func(t *testing.T) {
+			n, compared, processFields := matchCorpus(t, prefix, c.dir, c.min, used, usedProcess)
+			t.Logf("%d specs: %d fields of the container document compared (%d listed differences), %d of the init process's parameters (%d listed differences)",
+				n, compared, len(documentDifferences), processFields, len(processDifferences))
+		})
+	}
+	for _, l := range []struct {
+		diffs []difference
+		used  map[int]bool
+	}{{documentDifferences, used}, {processDifferences, usedProcess}} {
+		for i, d := range l.diffs {
+			if !l.used[i] {
+				t.Errorf("listed difference %s (%s) never showed: remove it from the list and MAPPING.md", d.field, d.reason)
+			}
+		}
+	}
+}
+
+// matchCorpus compares winproc's documents with runhcs's for every spec of
+// testdata/<dir>, marking the listed differences that showed; it returns
+// the number of specs and of the fields compared.
+func matchCorpus(t *testing.T, prefix, dir string, min int, used, usedProcess map[int]bool) (n, compared, processFields int) {
+	corpus, err := filepath.Abs(filepath.Join("testdata", dir))
 	if err != nil {
 		t.Fatal(err)
 	}
 	names, err := filepath.Glob(filepath.Join(corpus, "*.json"))
-	if err != nil || len(names) < 50 {
-		t.Fatalf("the corpus has %d specs, want at least 50 (make spec-corpus): %v", len(names), err)
+	if err != nil || len(names) < min {
+		t.Fatalf("testdata/%s has %d specs, want at least %d (make spec-corpus): %v", dir, len(names), min, err)
 	}
 	oracle := runOracle(t, prefix, corpus)
 
@@ -99,8 +131,6 @@ func TestDocumentMatchesRunhcs(t *testing.T) {
 	rootfs := []mount.Mount{layermount.Layer{Path: `C:\ProgramData\containerd\root\io.containerd.snapshotter.v1.windows\snapshots\13`, Parents: parents}.Mount()}
 	st := mountedStorage{layers: layers, volume: oracleInputs.Volume}
 
-	compared, used := 0, map[int]bool{}
-	processFields, usedProcess := 0, map[int]bool{}
 	for _, path := range names {
 		name := strings.TrimSuffix(filepath.Base(path), ".json")
 		t.Run(name, func(t *testing.T) {
@@ -167,18 +197,7 @@ func TestDocumentMatchesRunhcs(t *testing.T) {
 			}
 		})
 	}
-	for _, l := range []struct {
-		diffs []difference
-		used  map[int]bool
-	}{{documentDifferences, used}, {processDifferences, usedProcess}} {
-		for i, d := range l.diffs {
-			if !l.used[i] {
-				t.Errorf("listed difference %s (%s) never showed: remove it from the list and MAPPING.md", d.field, d.reason)
-			}
-		}
-	}
-	t.Logf("%d specs: %d fields of the container document compared (%d listed differences), %d of the init process's parameters (%d listed differences)",
-		len(names), compared, len(documentDifferences), processFields, len(processDifferences))
+	return len(names), compared, processFields
 }
 
 // compareDocuments compares winproc's document got with runhcs's want,
