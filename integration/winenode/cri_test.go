@@ -234,10 +234,13 @@ func criJSON(t *testing.T, name string, v any) string {
 }
 
 // importTree imports an image of one layer holding the named programs
-// of the project into the CRI's namespace.
+// of the project, and an empty directory work, into the CRI's namespace.
 func importTree(t *testing.T, n *Node, ref, osVersion string, programs ...string) {
 	t.Helper()
 	tree := t.TempDir()
+	if err := os.Mkdir(filepath.Join(tree, "work"), 0o755); err != nil {
+		t.Fatal(err)
+	}
 	for _, p := range programs {
 		b, err := os.ReadFile(filepath.Join(bins.Project, p))
 		if err != nil {

@@ -5,6 +5,8 @@ package winenode
 import (
 	"encoding/json"
 	"fmt"
+	"os"
+	"path/filepath"
 	"strings"
 	"testing"
 	"time"
@@ -56,8 +58,12 @@ func criPod(t *testing.T, sandboxer string) {
 	port := freePort(t)
 	app := criCreatePod(t, n, id, pod, "app", map[string]any{
 		"envs":        []map[string]string{{"key": "GREETING", "value": "from CRI"}},
+		"working_dir": `C:\work`,
 		"annotations": map[string]string{"io.microsoft.container.processor.count": "1"},
-		"windows":     map[string]any{"resources": map[string]any{"memory_limit_in_bytes": 512 << 20}},
+		"windows": map[string]any{
+			"resources":        map[string]any{"memory_limit_in_bytes": 512 << 20},
+			"security_context": map[string]any{"run_as_username": "ContainerUser"},
+		},
 	}, `C:\winproc-testapp.exe`, "serve", "-addr", fmt.Sprintf("127.0.0.1:%d", port))
 	criRun(t, n, "start", app)
 	waitFor(t, "the app's log", func() bool { return strings.Contains(readLog(logs, "app"), "listening") })
@@ -68,8 +74,12 @@ func criPod(t *testing.T, sandboxer string) {
 		t.Errorf("inspect:\n%s", out)
 	}
 	env := criRun(t, n, "exec", "-s", app, `C:\winproc-testapp.exe`, "env")
-	if envValue(env, "GREETING") != "from CRI" || !strings.HasSuffix(envValue(env, "cwd"), `\standin-volume`) || envValue(env, "GOFLAGS") != "" {
-		t.Errorf("exec env: GREETING %q, cwd %q, the host's GOFLAGS %q; want CRI's, the container's C:\\ and not the host's:\n%s", envValue(env, "GREETING"), envValue(env, "cwd"), envValue(env, "GOFLAGS"), env)
+	if envValue(env, "GREETING") != "from CRI" || !strings.HasSuffix(envValue(env, "cwd"), `\standin-volume\work`) || envValue(env, "GOFLAGS") != "" {
+		t.Errorf("exec env: GREETING %q, cwd %q, the host's GOFLAGS %q; want CRI's, C:\\work in the container's C:\\ and not the host's:\n%s", envValue(env, "GREETING"), envValue(env, "cwd"), envValue(env, "GOFLAGS"), env)
+	}
+	// Wine has no users: the user is checked where it reaches HCS.
+	if docs := n.standinDocuments(app); !strings.Contains(docs, `"User":"ContainerUser"`) {
+		t.Errorf("the app's processes' HCS documents have no user ContainerUser:\n%s", docs)
 	}
 	if _, _, err := n.Crictl("exec", "-s", app, `C:\winproc-testapp.exe`, "exit", "3"); err == nil {
 		t.Error("exec exiting 3 succeeded")
@@ -172,4 +182,17 @@ func checkContainerStats(t *testing.T, n *Node, c string) {
 	if d := time.Since(time.Unix(0, ts)); d < 0 || d > time.Minute || v.Stats[0].Memory == nil {
 		t.Errorf("crictl stats of %s: CPU taken %v ago, memory %v\n%s", c, d, v.Stats[0].Memory, out)
 	}
+}
+
+// standinDocuments are the documents the HCS stand-in was given for
+// compute system id and its processes, joined.
+func (n *Node) standinDocuments(id string) string {
+	files, _ := filepath.Glob(filepath.Join(n.Path(`C:\ProgramData\winproc-standins\documents`), id+"*.json"))
+	var docs []string
+	for _, f := range files {
+		if b, err := os.ReadFile(f); err == nil {
+			docs = append(docs, string(b))
+		}
+	}
+	return strings.Join(docs, "\n")
 }

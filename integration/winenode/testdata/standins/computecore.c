@@ -14,13 +14,16 @@
  * Storage.Path. Every C:\ in a process's command line and working
  * directory is read as a path in that directory; a program named without
  * a directory is looked for there first. Each document a system is
- * created with is kept in C:\ProgramData\winproc-standins\documents\<id>.json.
+ * created with is kept in C:\ProgramData\winproc-standins\documents\<id>.json,
+ * each process's parameters in <id>-process-<pid>.json.
  *
  * It leaves unproven what only HCS does: whether HCS accepts the
  * documents, the silo (its own C:, registry, users, network compartment,
- * isolation from the host), mapped directories and pipes, console
- * emulation (EmulateConsole is ignored), resource limits (recorded, not
- * applied), a system that outlives the process that made it (systems are
+ * isolation from the host), users (a process runs as Wine's user),
+ * mapped directories and pipes (Wine gives a directory's final path,
+ * which containerd.exe and go-winio resolve a mount's source to, as a
+ * \\?\Volume{} path it cannot open again), console emulation
+ * (EmulateConsole is ignored), resource limits (recorded, not applied), a system that outlives the process that made it (systems are
  * known to the process that created them only), and HCS's own errors and
  * timing.
  */
@@ -383,6 +386,14 @@ static void keep_document(const WCHAR *id, const WCHAR *config)
     free(utf8);
 }
 
+/* keep_process_document adds a process's parameters to the documents. */
+static void keep_process_document(const sys_t *s, DWORD pid, const WCHAR *params)
+{
+    WCHAR name[300];
+    swprintf(name, 300, L"%ls-process-%lu", s->id, pid);
+    keep_document(name, params);
+}
+
 __declspec(dllexport) HRESULT WINAPI HcsCreateComputeSystem(PCWSTR id, PCWSTR config, op_t *op, const void *sd, sys_t **out)
 {
     WCHAR volume[MAX_PATH], state[MAX_PATH];
@@ -410,6 +421,7 @@ __declspec(dllexport) HRESULT WINAPI HcsCreateComputeSystem(PCWSTR id, PCWSTR co
     s->job = CreateJobObjectW(NULL, NULL);
     systems[nsystems++] = s;
     LeaveCriticalSection(&lock);
+
     if (!s->volume[0]) {
         complete(op, HRESULT_FROM_WIN32(ERROR_PATH_NOT_FOUND), L"{\"ErrorMessage\":\"the document's Storage.Path is not a prepared volume\"}");
         return S_OK;
@@ -673,6 +685,7 @@ __declspec(dllexport) HRESULT WINAPI HcsCreateProcess(sys_t *s, PCWSTR params, o
     }
     AssignProcessToJobObject(s->job, p->pi.hProcess);
     ResumeThread(p->pi.hThread);
+    keep_process_document(s, p->pi.dwProcessId, params);
     p->sys = s;
     p->callback_set = CreateEventW(NULL, TRUE, FALSE, NULL);
     if (s->nprocesses < 256)
