@@ -23,9 +23,9 @@
  * mapped directories and pipes (Wine gives a directory's final path,
  * which containerd.exe and go-winio resolve a mount's source to, as a
  * \\?\Volume{} path it cannot open again), console emulation
- * (EmulateConsole is ignored), resource limits (recorded, not applied), a system that outlives the process that made it (systems are
- * known to the process that created them only), and HCS's own errors and
- * timing.
+ * (EmulateConsole is ignored), resource limits (recorded, not applied),
+ * a system that outlives the process that made it (systems are known to
+ * the process that created them only), and HCS's own errors and timing.
  */
 #include "standin.h"
 #include <stdio.h>
