@@ -256,7 +256,9 @@ func (c *computeCore) begin(call string, start func(op hcsHandle) error) (hcsHan
 
 // createContainer creates the compute system id from doc. A system made
 // by a create that fails, or that its caller gave up on, is terminated
-// and closed again: no compute system is left behind.
+// and closed again: no compute system is left behind. One that fails
+// because the id exists is only closed: the system of that id is not the
+// create's to terminate.
 func (c *computeCore) createContainer(ctx context.Context, id string, doc *schema2.ComputeSystem) (hcsContainer, error) {
 	b, err := json.Marshal(doc)
 	if err != nil {
@@ -268,7 +270,11 @@ func (c *computeCore) createContainer(ctx context.Context, id string, doc *schem
 		h, err = c.api.createComputeSystem(id, string(b), op)
 		return err
 	}, c.waitResult, func(err error, left bool) {
-		if (err != nil || left) && h != 0 {
+		switch {
+		case h == 0 || err == nil && !left:
+		case coreFacts(err).AlreadyExists:
+			c.api.closeComputeSystem(h)
+		default:
 			c.discard(h)
 		}
 	})

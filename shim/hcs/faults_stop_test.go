@@ -45,7 +45,7 @@ func TestFaultFailedCreateLeavesNothing(t *testing.T) {
 		class  func(error) bool
 	}{
 		{"timed out, the system made", map[string]fault{"create": {op: hrTimeout}}, "HcsCreateComputeSystem", hrTimeout, errdefs.IsDeadlineExceeded},
-		{"already exists after a crashed create", map[string]fault{"create": {op: hrAlreadyExists}}, "HcsCreateComputeSystem", hrAlreadyExists, errdefs.IsAlreadyExists},
+		{"already exists, unseen by the open", map[string]fault{"create": {call: hrAlreadyExists}}, "HcsCreateComputeSystem", hrAlreadyExists, errdefs.IsAlreadyExists},
 		{"access denied", map[string]fault{"create": {call: hrAccessDenied}}, "HcsCreateComputeSystem", hrAccessDenied, errdefs.IsPermissionDenied},
 		{"service disconnect", map[string]fault{"create": {op: hrDisconnect}}, "HcsCreateComputeSystem", hrDisconnect, errdefs.IsUnavailable},
 		{"exited during create", map[string]fault{"create": {exits: true, status: hrUnexpectedExit, op: hrTerminatedInBoot}}, "HcsCreateComputeSystem", hrTerminatedInBoot, nil},
@@ -86,6 +86,27 @@ func TestFaultFailedCreateLeavesNothing(t *testing.T) {
 			}
 		})
 	}
+}
+
+// A system left by a crashed create is not the next create's: Create of
+// its id is AlreadyExists before any layer is touched, and the system is
+// left for the shim's delete or a sweep of orphans.
+func TestFaultCreateAfterCrashedCreate(t *testing.T) {
+	b, a := testBackend(t)
+	crashed := newFakeSystem(a.hcs, "c")
+	a.existing["c"] = crashed
+	_, err := b.Create(context.Background(), "c", createSettings())
+	if !errdefs.IsAlreadyExists(err) {
+		t.Fatalf("Create = %v", err)
+	}
+	if calls := a.layerCalls(); len(calls) != 0 {
+		t.Errorf("layer calls %q", calls)
+	}
+	if crashed.isStopped() {
+		t.Error("the system of a crashed create was stopped by another create")
+	}
+	crashed.stop(nil)
+	settled(t, b, a)
 }
 
 // A terminate that HCS refuses, or accepts and does not carry out, or
