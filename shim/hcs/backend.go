@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"io"
 	"runtime"
+	"sync"
 	"time"
 
 	"github.com/containerd/errdefs"
@@ -57,6 +58,9 @@ type hcsContainer interface {
 	// stop shows on Wait.
 	Shutdown(ctx context.Context) error
 	Terminate(ctx context.Context) error
+	// CheckStopped asks HCS whether the system has stopped, and records
+	// the stop if so: for a stop whose notification does not come.
+	CheckStopped(ctx context.Context) (bool, error)
 	// Wait returns when the system has stopped, or when Close closed the
 	// handle (errHandleClosed).
 	Wait() error
@@ -74,6 +78,9 @@ type hcsProcess interface {
 	// CtrlBreak, CtrlClose, CtrlLogOff, CtrlShutdown).
 	Signal(ctx context.Context, signal string) error
 	Kill(ctx context.Context) error
+	// CheckExited asks HCS whether the process has exited, and records
+	// the exit if so: for an exit whose notification does not come.
+	CheckExited(ctx context.Context) (bool, error)
 	// Wait returns when the process has exited, or when Close closed the
 	// handle.
 	Wait() error
@@ -112,6 +119,11 @@ const (
 	// closeWaitTimeout bounds how long Close waits for the system's wait
 	// to notice the closed handle.
 	closeWaitTimeout = 5 * time.Second
+	// exitNoticeWait is how long a killed process's exit notification may
+	// take before HCS is asked for the exit, and how often it is asked.
+	exitNoticeWait = 5 * time.Second
+	// exitChecks is how many times it is asked.
+	exitChecks = 3
 )
 
 // Backend is the compute.Backend of Windows: process-isolated containers
@@ -121,9 +133,18 @@ type Backend struct {
 	records records
 	scratch scratch.Mounter
 	drain   time.Duration
+	// terminations are the systems being terminated in the background.
+	terminations terminations
+	// bg counts the backend's goroutines that outlive their caller: the
+	// background terminates, the kills of processes whose system stopped,
+	// the checks for a killed process's exit.
+	bg sync.WaitGroup
 	// Timings, shortened by tests.
 	lostProcessTimeout time.Duration
 	closeWaitTimeout   time.Duration
+	terminateRetry     time.Duration
+	terminateGiveUp    time.Duration
+	exitNoticeWait     time.Duration
 }
 
 var _ compute.Backend = (*Backend)(nil)
@@ -145,6 +166,9 @@ func newBackend(api hcsAPI, opts Options) *Backend {
 		drain:              drain,
 		lostProcessTimeout: lostProcessTimeout,
 		closeWaitTimeout:   closeWaitTimeout,
+		terminateRetry:     terminateRetry,
+		terminateGiveUp:    terminateGiveUp,
+		exitNoticeWait:     exitNoticeWait,
 	}
 }
 
@@ -257,7 +281,18 @@ func (b *Backend) Create(ctx context.Context, id string, s *compute.Settings) (c
 	}
 	c, err := b.api.createContainer(ctx, id, doc)
 	if err != nil {
-		undo()
+		var left *leftError
+		if errors.As(err, &left) {
+			// HCS still works on the create, with the scratch: it is
+			// released once HCS has ended it and the core discarded what
+			// it made.
+			b.background(func() {
+				<-left.done
+				b.releaseRecorded(context.WithoutCancel(ctx), rec)
+			})
+		} else {
+			undo()
+		}
 		return nil, classify(fmt.Sprintf("create compute system %s", id), err, b.api.facts(err))
 	}
 	sys := newSystem(b, id, c, rec)
@@ -272,6 +307,15 @@ func (b *Backend) Create(ctx context.Context, id string, s *compute.Settings) (c
 		}
 	}
 	return sys, nil
+}
+
+// background runs f on a goroutine of the backend's own (counted by bg).
+func (b *Backend) background(f func()) {
+	b.bg.Add(1)
+	go func() {
+		defer b.bg.Done()
+		f()
+	}()
 }
 
 func groupAffinities(a []compute.CPUGroupAffinity) []groupAffinity {

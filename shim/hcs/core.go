@@ -6,6 +6,9 @@ import (
 	"errors"
 	"fmt"
 	"strings"
+	"sync"
+	"sync/atomic"
+	"syscall"
 	"time"
 
 	"github.com/winproc/winproc/shim/hcs/schema2"
@@ -20,6 +23,11 @@ type computeCore struct {
 	// signalWait bounds how long Signal waits for HCS to carry out a
 	// console event (defaultSignalWait; shortened by tests).
 	signalWait time.Duration
+	// bg counts the core's goroutines that outlive their caller: waits
+	// for operations left to HCS (runWith, counted by nLeft too) and for
+	// console events past signalWait.
+	bg    sync.WaitGroup
+	nLeft atomic.Int64
 }
 
 // defaultSignalWait: a servercore image's process can hold a console
@@ -28,11 +36,19 @@ type computeCore struct {
 // counts as delivered and its end is awaited in the background.
 const defaultSignalWait = time.Second
 
+// cancelGrace is how long a cancelled operation has to end before it is
+// left to HCS: its caller returns at its deadline, not when HCS pleases.
+const cancelGrace = 20 * time.Millisecond
+
 // Errors of handles the core has closed, and of HCS going away.
 var (
 	errHandleClosed  = errors.New("the HCS handle has been closed")
 	errServiceGone   = errors.New("the Host Compute Service disconnected")
 	errAlreadyExited = errors.New("the process has already exited")
+	errExitUnknown   = errors.New("HCS reports the process gone, without its exit code")
+	// errOperationLeft: the caller's context ended, and HCS did not end
+	// the cancelled operation (runWith).
+	errOperationLeft = errors.New("HCS did not end the cancelled operation; it is left to HCS")
 )
 
 // coreFacts reads the core's own errors and HCS's HRESULTs.
@@ -42,6 +58,31 @@ func coreFacts(err error) errFacts {
 	f.Unavailable = f.Unavailable || errors.Is(err, errServiceGone)
 	f.AlreadyStopped = f.AlreadyStopped || errors.Is(err, errAlreadyExited)
 	return f
+}
+
+// callError is a failed call of an HCS function: what users search for is
+// the function's name and the HRESULT, so the message leads with both.
+type callError struct {
+	call string
+	err  error
+}
+
+func (e *callError) Error() string {
+	var n syscall.Errno
+	if errors.As(e.err, &n) {
+		return fmt.Sprintf("%s: HRESULT 0x%08X: %v", e.call, uint32(n), e.err)
+	}
+	return e.call + ": " + e.err.Error()
+}
+
+func (e *callError) Unwrap() error { return e.err }
+
+// named is err, if any, as a failure of HCS function call.
+func named(call string, err error) error {
+	if err == nil {
+		return nil
+	}
+	return &callError{call: call, err: err}
 }
 
 // resultError is a failed operation with what HCS said about it in its
@@ -81,52 +122,115 @@ func withResult(err error, doc string) error {
 	return &resultError{err: err, detail: strings.Join(msgs, "; ")}
 }
 
-// run carries out one HCS operation: start submits it, and run waits for
-// its result. When ctx ends first the operation is cancelled, and run still
-// waits for HCS to finish with it before closing it; the waiting goroutine
-// ends before run returns.
-func (c *computeCore) run(ctx context.Context, start func(op hcsHandle) error) (string, error) {
+// runOn carries out one operation of HCS function call on h's handle,
+// which stays open until HCS has finished with the operation, and returns
+// its result document.
+func (c *computeCore) runOn(ctx context.Context, h *coreHandle, call string, start func(h, op hcsHandle) error) (string, error) {
+	x, release, err := h.acquire()
+	if err != nil {
+		return "", err
+	}
 	var doc string
-	err := c.runWith(ctx, start, func(op hcsHandle) error {
+	err = c.runWith(ctx, call, func(op hcsHandle) error { return start(x, op) }, func(op hcsHandle) error {
 		var err error
 		doc, err = c.api.waitOperation(op, infiniteTimeout)
 		return withResult(err, doc)
-	})
-	return doc, err
+	}, func(error, bool) { release() })
+	if err != nil {
+		return "", err
+	}
+	return doc, nil
 }
 
-// runWith is run with the wait given: waitOperation, or
-// waitOperationProcess for a created process.
-func (c *computeCore) runWith(ctx context.Context, start, wait func(op hcsHandle) error) error {
-	if err := ctx.Err(); err != nil {
+// runWith carries out one operation of HCS function call: start submits
+// it, wait waits for its result. When ctx ends first the operation is
+// cancelled (the error is the context's cause). HCS may not end it even then (an operation that hangs in
+// vmcompute): after cancelGrace it is left to HCS, and runWith returns at
+// the caller's deadline all the same; a goroutine of the core keeps
+// waiting and closes the operation once HCS ends it. after, if not nil,
+// runs once HCS has finished with the operation (before runWith returns,
+// or later for one left to HCS): it gets the operation's error, and
+// whether it was left, and releases what the operation used. The
+// variables wait sets are the caller's to read only when runWith returns
+// nil.
+func (c *computeCore) runWith(ctx context.Context, call string, start, wait func(op hcsHandle) error, after func(err error, left bool)) error {
+	if after == nil {
+		after = func(error, bool) {}
+	}
+	if ctx.Err() != nil {
+		err := context.Cause(ctx)
+		after(err, false)
 		return err
 	}
-	op, err := c.begin(start)
+	op, err := c.begin(call, start)
 	if err != nil {
+		after(err, false)
 		return err
 	}
-	defer c.api.closeOperation(op)
 	done := make(chan error, 1)
 	go func() { done <- wait(op) }()
+	finish := func(err error) {
+		c.api.closeOperation(op)
+		after(err, false)
+	}
 	select {
 	case err := <-done:
-		return err
+		finish(err)
+		return named(call, err)
 	case <-ctx.Done():
-		// A cancelled operation still completes; only then may its handle
-		// close. A failed cancel means it was completing anyway.
-		_ = c.api.cancelOperation(op)
-		if err := <-done; err == nil {
+	}
+	// A cancelled operation still completes; only then may its handle
+	// close. A failed cancel means it was completing anyway.
+	_ = c.api.cancelOperation(op)
+	t := time.NewTimer(cancelGrace)
+	defer t.Stop()
+	select {
+	case err := <-done:
+		finish(err)
+		if err == nil {
 			return nil
 		}
-		return ctx.Err()
+		return fmt.Errorf("%s: %w (HCS ended the cancelled operation: %v)", call, context.Cause(ctx), err)
+	case <-t.C:
 	}
+	left := &leftError{err: fmt.Errorf("%s: %w: %w", call, context.Cause(ctx), errOperationLeft), done: make(chan struct{})}
+	c.bg.Add(1)
+	c.nLeft.Add(1)
+	go func() {
+		defer c.bg.Done()
+		defer c.nLeft.Add(-1)
+		defer close(left.done)
+		err := <-done
+		c.api.closeOperation(op)
+		after(err, true)
+	}()
+	return left
 }
+
+// leftError is the error of an operation left to HCS; done is closed once
+// HCS ended it and what it used was released.
+type leftError struct {
+	err  error
+	done chan struct{}
+}
+
+func (e *leftError) Error() string { return e.err.Error() }
+func (e *leftError) Unwrap() error { return e.err }
+
+// waitResult waits for the result of op, for runWith.
+func (c *computeCore) waitResult(op hcsHandle) error {
+	doc, err := c.api.waitOperation(op, infiniteTimeout)
+	return withResult(err, doc)
+}
+
+// operationsLeft is how many operations are left to HCS (runWith).
+func (c *computeCore) operationsLeft() int { return int(c.nLeft.Load()) }
 
 // submit starts an operation and does not wait for its result: what HCS
 // accepted goes on after the handle is closed (Shutdown and Terminate,
 // whose end is the system's exit notification).
-func (c *computeCore) submit(start func(op hcsHandle) error) error {
-	op, err := c.begin(start)
+func (c *computeCore) submit(call string, start func(op hcsHandle) error) error {
+	op, err := c.begin(call, start)
 	if err != nil {
 		return err
 	}
@@ -135,52 +239,69 @@ func (c *computeCore) submit(start func(op hcsHandle) error) error {
 }
 
 // begin creates an operation and starts it with start. When start fails,
-// the operation is closed and the error carries HCS's detail.
-func (c *computeCore) begin(start func(op hcsHandle) error) (hcsHandle, error) {
+// the operation is closed and the error names call and carries HCS's
+// detail.
+func (c *computeCore) begin(call string, start func(op hcsHandle) error) (hcsHandle, error) {
 	op, err := c.api.createOperation()
 	if err != nil {
-		return 0, err
+		return 0, named("HcsCreateOperation", err)
 	}
 	if err := start(op); err != nil {
 		doc, _ := c.api.operationResult(op)
 		c.api.closeOperation(op)
-		return 0, withResult(err, doc)
+		return 0, named(call, withResult(err, doc))
 	}
 	return op, nil
 }
 
 // createContainer creates the compute system id from doc. A system made
-// but failing afterwards is terminated and closed again.
+// by a create that fails, or that its caller gave up on, is terminated
+// and closed again: no compute system is left behind. One that fails
+// because the id exists is only closed: the system of that id is not the
+// create's to terminate.
 func (c *computeCore) createContainer(ctx context.Context, id string, doc *schema2.ComputeSystem) (hcsContainer, error) {
 	b, err := json.Marshal(doc)
 	if err != nil {
 		return nil, err
 	}
 	var h hcsHandle
-	if _, err := c.run(ctx, func(op hcsHandle) error {
+	err = c.runWith(ctx, "HcsCreateComputeSystem", func(op hcsHandle) error {
 		var err error
 		h, err = c.api.createComputeSystem(id, string(b), op)
 		return err
-	}); err != nil {
-		if h != 0 {
+	}, c.waitResult, func(err error, left bool) {
+		switch {
+		case h == 0 || err == nil && !left:
+		case coreFacts(err).AlreadyExists:
 			c.api.closeComputeSystem(h)
+		default:
+			c.discard(h)
 		}
+	})
+	if err != nil {
 		return nil, err
 	}
 	s, err := c.newSystem(id, h)
 	if err != nil {
-		_ = c.submit(func(op hcsHandle) error { return c.api.terminateComputeSystem(h, op) })
-		c.api.closeComputeSystem(h)
+		c.discard(h)
 		return nil, err
 	}
 	return s, nil
+}
+
+// discard terminates and closes a system handle the core will not use.
+// The terminate's answer does not matter: the system may never have been
+// made.
+func (c *computeCore) discard(h hcsHandle) {
+	_ = c.submit("HcsTerminateComputeSystem", func(op hcsHandle) error { return c.api.terminateComputeSystem(h, op) })
+	c.api.closeComputeSystem(h)
 }
 
 // openContainer opens the existing compute system id.
 func (c *computeCore) openContainer(ctx context.Context, id string) (hcsContainer, error) {
 	h, err := c.api.openComputeSystem(id)
 	if err != nil {
-		return nil, err
+		return nil, named("HcsOpenComputeSystem", err)
 	}
 	s, err := c.newSystem(id, h)
 	if err != nil {
@@ -188,12 +309,9 @@ func (c *computeCore) openContainer(ctx context.Context, id string) (hcsContaine
 		return nil, err
 	}
 	// A system that stopped before the callback was set sent its exit
-	// notification to no one: ask.
-	var props schema2.Properties
-	doc, err := c.run(ctx, func(op hcsHandle) error { return c.api.getComputeSystemProperties(h, op, "") })
-	if err == nil && json.Unmarshal([]byte(doc), &props) == nil && (props.Stopped || props.State == "Stopped") {
-		s.exit(nil, nil)
-	}
+	// notification to no one: ask. A failed question leaves the answer
+	// to the notification.
+	_, _ = s.CheckStopped(ctx)
 	return s, nil
 }
 
@@ -214,10 +332,11 @@ func (c *computeCore) addCredentialGuard(id, spec string) (*schema2.ContainerCre
 		return nil, err
 	}
 	if err := c.api.modifyServiceSettings(string(b)); err != nil {
-		return nil, err
+		return nil, named("HcsModifyServiceSettings", err)
 	}
 	q, _ := json.Marshal(schema2.PropertyQuery{PropertyTypes: []string{schema2.PropertyContainerCredentialGuard}})
 	doc, err := c.api.getServiceProperties(string(q))
+	err = named("HcsGetServiceProperties", err)
 	if err == nil {
 		var props schema2.ServiceProperties
 		var info schema2.ContainerCredentialGuardSystemInfo
@@ -253,5 +372,5 @@ func (c *computeCore) removeCredentialGuard(id string) error {
 	if err != nil {
 		return err
 	}
-	return c.api.modifyServiceSettings(string(b))
+	return named("HcsModifyServiceSettings", c.api.modifyServiceSettings(string(b)))
 }

@@ -5,7 +5,6 @@ import (
 	"encoding/json"
 	"fmt"
 	"io"
-	"sync"
 	"time"
 
 	"github.com/containerd/log"
@@ -24,9 +23,8 @@ type coreProcess struct {
 	code  int           // under mu, once exited
 	pipes *processPipes // handed over once by Stdio; under mu
 
-	// signals counts the console events HCS has not finished with; Close
-	// cancels them (closing) and waits for them before the handle goes.
-	signals sync.WaitGroup
+	// closing is closed by Close: it cancels the console events HCS still
+	// holds.
 	closing chan struct{}
 }
 
@@ -37,15 +35,32 @@ func (c *computeCore) newProcess(ctx context.Context, sysID string, h hcsHandle,
 		hcsEvents.remove(p.key)
 		closePipes(pipes)
 		c.api.closeProcess(h)
-		return nil, err
+		return nil, named("HcsSetProcessCallback", err)
 	}
 	// A process that exited before the callback was set has no
-	// notification coming: its properties say so.
-	doc, err := c.run(ctx, func(op hcsHandle) error { return c.api.getProcessProperties(h, op) })
-	if err == nil {
-		p.notifyStatus(doc)
-	}
+	// notification coming: its properties say so. A failed question
+	// leaves the answer to the notification.
+	_, _ = p.CheckExited(ctx)
 	return p, nil
+}
+
+// CheckExited asks HCS whether the process has exited, for an exit whose
+// notification may never come: a process HCS reports exited has its exit
+// recorded, one HCS no longer finds its exit without a code.
+func (p *coreProcess) CheckExited(ctx context.Context) (bool, error) {
+	if p.hasExited() {
+		return true, nil
+	}
+	doc, err := p.c.runOn(ctx, &p.coreHandle, "HcsGetProcessProperties", p.c.api.getProcessProperties)
+	if err != nil {
+		if f := coreFacts(err); f.AlreadyStopped || f.NotExist {
+			p.exitWith(-1, errExitUnknown)
+			return true, nil
+		}
+		return false, err
+	}
+	p.notifyStatus(doc)
+	return p.hasExited(), nil
 }
 
 func (p *coreProcess) notify(t eventType, data string) {
@@ -86,33 +101,16 @@ func (p *coreProcess) Signal(ctx context.Context, signal string) error {
 	if p.hasExited() {
 		return errAlreadyExited
 	}
-	// The handle stays open until this signal is done with: Close waits
-	// for the count taken while the handle was in use.
-	var op hcsHandle
-	if err := p.use(func(h hcsHandle) error {
-		var err error
-		op, err = p.c.begin(func(op hcsHandle) error { return p.c.api.signalProcess(h, op, string(b)) })
-		if err == nil {
-			p.signals.Add(1)
-		}
-		return err
-	}); err != nil {
-		return err
-	}
-	done := make(chan error, 1)
+	// The operation runs under a context of its own: the caller's ends
+	// it only while the caller waits; past signalWait only Close does.
+	opCtx, cancel := context.WithCancelCause(context.Background())
+	result := make(chan error, 1)
 	go func() {
-		doc, err := p.c.api.waitOperation(op, infiniteTimeout)
-		done <- withResult(err, doc)
+		_, err := p.c.runOn(opCtx, &p.coreHandle, "HcsSignalProcess", func(h, op hcsHandle) error {
+			return p.c.api.signalProcess(h, op, string(b))
+		})
+		result <- err
 	}()
-	finish := func(cancel bool) error {
-		if cancel {
-			_ = p.c.api.cancelOperation(op)
-		}
-		err := <-done
-		p.c.api.closeOperation(op)
-		p.signals.Done()
-		return err
-	}
 	wait := p.c.signalWait
 	if wait <= 0 {
 		wait = defaultSignalWait
@@ -120,28 +118,28 @@ func (p *coreProcess) Signal(ctx context.Context, signal string) error {
 	t := time.NewTimer(wait)
 	defer t.Stop()
 	select {
-	case err := <-done:
-		done <- err
-		return finish(false)
+	case err := <-result:
+		cancel(nil)
+		return err
 	case <-ctx.Done():
-		if err := finish(true); err != nil {
-			return ctx.Err()
-		}
-		return nil
+		cancel(ctx.Err())
+		return <-result
 	case <-t.C:
 	}
 	// Delivered, as far as the caller is concerned; its end comes with
 	// the process's exit, or Close cancels it.
+	p.c.bg.Add(1)
 	go func() {
+		defer p.c.bg.Done()
+		defer cancel(nil)
 		var err error
 		select {
-		case err = <-done:
-			done <- err
-			err = finish(false)
+		case err = <-result:
 		case <-p.closing:
-			err = finish(true)
+			cancel(errHandleClosed)
+			err = <-result
 		}
-		if err != nil && !coreFacts(err).AlreadyStopped {
+		if f := coreFacts(err); err != nil && !f.AlreadyStopped && !f.AlreadyClosed {
 			log.L.WithError(err).WithFields(log.Fields{"pid": p.pid, "signal": signal}).Warn("a console event HCS held failed")
 		}
 	}()
@@ -164,6 +162,7 @@ func (p *coreProcess) Kill(ctx context.Context) error {
 	}
 	sys, err := p.c.api.openComputeSystem(p.sysID)
 	if err != nil {
+		err = named("HcsOpenComputeSystem", err)
 		if coreFacts(err).NotExist {
 			// The system is gone, and its processes with it.
 			return fmt.Errorf("terminate process %d: its compute system %s: %w: %w", p.pid, p.sysID, err, errAlreadyExited)
@@ -171,17 +170,18 @@ func (p *coreProcess) Kill(ctx context.Context) error {
 		// Better a terminate that may queue than none.
 		log.G(ctx).WithError(err).WithFields(log.Fields{"id": p.sysID, "pid": p.pid}).Warn("open a second handle to terminate a process; terminating through its own")
 		return p.use(func(h hcsHandle) error {
-			return p.c.submit(func(op hcsHandle) error { return p.c.api.terminateProcess(h, op) })
+			return p.c.submit("HcsTerminateProcess", func(op hcsHandle) error { return p.c.api.terminateProcess(h, op) })
 		})
 	}
-	defer p.c.api.closeComputeSystem(sys)
 	ph, err := p.c.api.openProcess(sys, uint32(p.pid))
 	if err != nil {
-		return fmt.Errorf("open process %d of %s to terminate it: %w", p.pid, p.sysID, err)
+		p.c.api.closeComputeSystem(sys)
+		return fmt.Errorf("open process %d of %s to terminate it: %w", p.pid, p.sysID, named("HcsOpenProcess", err))
 	}
-	defer p.c.api.closeProcess(ph)
-	_, err = p.c.run(ctx, func(op hcsHandle) error { return p.c.api.terminateProcess(ph, op) })
-	return err
+	return p.c.runWith(ctx, "HcsTerminateProcess", func(op hcsHandle) error { return p.c.api.terminateProcess(ph, op) }, p.c.waitResult, func(error, bool) {
+		p.c.api.closeProcess(ph)
+		p.c.api.closeComputeSystem(sys)
+	})
 }
 
 // Wait returns once the process has exited (nil, or errServiceGone when
@@ -217,10 +217,10 @@ func (p *coreProcess) modify(ctx context.Context, req schema2.ProcessModifyReque
 	if err != nil {
 		return err
 	}
-	return p.use(func(h hcsHandle) error {
-		_, err := p.c.run(ctx, func(op hcsHandle) error { return p.c.api.modifyProcess(h, op, string(b)) })
-		return err
+	_, err = p.c.runOn(ctx, &p.coreHandle, "HcsModifyProcess", func(h, op hcsHandle) error {
+		return p.c.api.modifyProcess(h, op, string(b))
 	})
+	return err
 }
 
 // Stdio hands over the pipes, once.
@@ -235,11 +235,10 @@ func (p *coreProcess) Stdio() (io.WriteCloser, io.ReadCloser, io.ReadCloser, err
 	return pp.stdin, pp.stdout, pp.stderr, nil
 }
 
-// Close closes the handle once no call uses it and HCS is done with its
-// console events, and the pipes nobody took.
+// Close closes the handle once HCS is done with the calls on it, cancels
+// the console events HCS still holds, and closes the pipes nobody took.
 func (p *coreProcess) Close() error {
-	h, err := p.take()
-	if err != nil {
+	if err := p.closeWith(p.c.api.closeProcess); err != nil {
 		return err
 	}
 	p.mu.Lock()
@@ -250,9 +249,6 @@ func (p *coreProcess) Close() error {
 		closePipes(*pipes)
 	}
 	close(p.closing)
-	p.signals.Wait()
-	p.c.api.closeProcess(h)
-	p.closed()
 	return nil
 }
 

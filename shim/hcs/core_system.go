@@ -16,21 +16,24 @@ import (
 // coreHandle is what a system's and a process's handle share: the handle
 // until Close, the listener of its notifications, and its exit once known.
 //
-// Every call that passes the handle to HCS holds calls for reading, and
-// Close holds it for writing while it takes the handle: a handle is never
-// closed while HCS is still using it. HCS faults inside computecore.dll on
-// a handle torn down mid-call (hcsshim takes the same lock for the same
-// reason), and that would take the shim and every container of the pod
-// with it.
+// Every call that passes the handle to HCS holds it (acquire) until HCS
+// has finished with the call, its operation included; Close takes the
+// handle from new calls and closes it once the last holder let go. A
+// handle is never closed while HCS is still using it: HCS faults inside
+// computecore.dll on a handle torn down mid-call (hcsshim takes a lock for
+// the same reason), and that would take the shim and every container of
+// the pod with it. An operation left to HCS (runWith) holds the handle
+// until HCS ends it, so Close does not wait for the holders: it would wait
+// as long as HCS hangs.
 type coreHandle struct {
 	key      uintptr
 	exited   chan struct{} // closed once the exit is known
 	closedCh chan struct{} // closed by Close
 
-	calls sync.RWMutex
-
 	mu      sync.Mutex
-	h       hcsHandle // 0 once closed
+	h       hcsHandle // 0 once Close took it
+	holders int       // calls HCS has not finished with
+	closeFn func()    // set by Close while holders > 0: closes the handle
 	exitErr error
 	once    sync.Once
 }
@@ -39,16 +42,40 @@ func newCoreHandle(h hcsHandle) coreHandle {
 	return coreHandle{h: h, exited: make(chan struct{}), closedCh: make(chan struct{})}
 }
 
-// use runs f with the open handle, which stays open until f returns; it
-// is errHandleClosed once Close has taken the handle. f must not call use
-// again (a waiting Close would block it).
+// acquire holds the open handle for one call; release lets it go, once
+// HCS has finished with the call. It is errHandleClosed once Close has
+// taken the handle.
+func (c *coreHandle) acquire() (h hcsHandle, release func(), err error) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if c.h == 0 {
+		return 0, nil, errHandleClosed
+	}
+	c.holders++
+	var once sync.Once
+	return c.h, func() { once.Do(c.let) }, nil
+}
+
+func (c *coreHandle) let() {
+	c.mu.Lock()
+	c.holders--
+	var closeFn func()
+	if c.holders == 0 {
+		closeFn, c.closeFn = c.closeFn, nil
+	}
+	c.mu.Unlock()
+	if closeFn != nil {
+		closeFn()
+	}
+}
+
+// use runs f with the open handle, held until f returns.
 func (c *coreHandle) use(f func(h hcsHandle) error) error {
-	c.calls.RLock()
-	defer c.calls.RUnlock()
-	h, err := c.handle()
+	h, release, err := c.acquire()
 	if err != nil {
 		return err
 	}
+	defer release()
 	return f(h)
 }
 
@@ -99,23 +126,29 @@ func (c *coreHandle) wait() error {
 	return c.exitErr
 }
 
-// take takes the handle for closing once no call uses it, and stops the
-// notifications; the caller closes it, then calls closed.
-func (c *coreHandle) take() (hcsHandle, error) {
-	c.calls.Lock()
+// closeWith takes the handle from new calls, stops the notifications, and
+// has closeFn close it: now, or when the last call HCS still works on
+// lets go of it.
+func (c *coreHandle) closeWith(closeFn func(hcsHandle)) error {
 	c.mu.Lock()
 	h := c.h
-	c.h = 0
-	c.mu.Unlock()
-	c.calls.Unlock()
 	if h == 0 {
-		return 0, errHandleClosed
+		c.mu.Unlock()
+		return errHandleClosed
 	}
+	c.h = 0
+	now := c.holders == 0
+	if !now {
+		c.closeFn = func() { closeFn(h) }
+	}
+	c.mu.Unlock()
 	hcsEvents.remove(c.key)
-	return h, nil
+	if now {
+		closeFn(h)
+	}
+	close(c.closedCh)
+	return nil
 }
-
-func (c *coreHandle) closed() { close(c.closedCh) }
 
 // coreSystem is a compute system handle. Its exit is the SystemExited
 // notification (or HCS disconnecting); Close ends Wait with
@@ -131,7 +164,7 @@ func (c *computeCore) newSystem(id string, h hcsHandle) (*coreSystem, error) {
 	s.key = hcsEvents.add(s.notify)
 	if err := c.api.setComputeSystemCallback(h, s.key); err != nil {
 		hcsEvents.remove(s.key)
-		return nil, err
+		return nil, named("HcsSetComputeSystemCallback", err)
 	}
 	return s, nil
 }
@@ -153,22 +186,43 @@ func (s *coreSystem) notify(t eventType, data string) {
 }
 
 func (s *coreSystem) Start(ctx context.Context) error {
-	return s.use(func(h hcsHandle) error {
-		_, err := s.c.run(ctx, func(op hcsHandle) error { return s.c.api.startComputeSystem(h, op) })
-		return err
-	})
+	_, err := s.c.runOn(ctx, &s.coreHandle, "HcsStartComputeSystem", s.c.api.startComputeSystem)
+	return err
 }
 
 func (s *coreSystem) Shutdown(ctx context.Context) error {
 	return s.use(func(h hcsHandle) error {
-		return s.c.submit(func(op hcsHandle) error { return s.c.api.shutDownComputeSystem(h, op) })
+		return s.c.submit("HcsShutDownComputeSystem", func(op hcsHandle) error { return s.c.api.shutDownComputeSystem(h, op) })
 	})
 }
 
 func (s *coreSystem) Terminate(ctx context.Context) error {
 	return s.use(func(h hcsHandle) error {
-		return s.c.submit(func(op hcsHandle) error { return s.c.api.terminateComputeSystem(h, op) })
+		return s.c.submit("HcsTerminateComputeSystem", func(op hcsHandle) error { return s.c.api.terminateComputeSystem(h, op) })
 	})
+}
+
+// CheckStopped asks HCS whether the system has stopped, for a stop whose
+// notification may never come (HCS lost it, or the system stopped before
+// the callback was set): a system HCS reports stopped, or no longer
+// finds, has its exit recorded, and Wait returns.
+func (s *coreSystem) CheckStopped(ctx context.Context) (bool, error) {
+	if s.hasExited() {
+		return true, nil
+	}
+	doc, err := s.c.runOn(ctx, &s.coreHandle, "HcsGetComputeSystemProperties", func(h, op hcsHandle) error {
+		return s.c.api.getComputeSystemProperties(h, op, "")
+	})
+	var props schema2.Properties
+	switch {
+	case err != nil && coreFacts(err).NotExist:
+	case err != nil:
+		return false, err
+	case json.Unmarshal([]byte(doc), &props) != nil || !(props.Stopped || props.State == "Stopped"):
+		return false, nil
+	}
+	s.exit(nil, nil)
+	return true, nil
 }
 
 // Wait returns once the system has exited (nil, or why it failed), or
@@ -181,11 +235,10 @@ func (s *coreSystem) Properties(ctx context.Context, types ...string) (*schema2.
 	if err != nil {
 		return nil, err
 	}
-	var doc string
-	if err := s.use(func(h hcsHandle) error {
-		doc, err = s.c.run(ctx, func(op hcsHandle) error { return s.c.api.getComputeSystemProperties(h, op, string(q)) })
-		return err
-	}); err != nil {
+	doc, err := s.c.runOn(ctx, &s.coreHandle, "HcsGetComputeSystemProperties", func(h, op hcsHandle) error {
+		return s.c.api.getComputeSystemProperties(h, op, string(q))
+	})
+	if err != nil {
 		return nil, err
 	}
 	var p schema2.Properties
@@ -201,10 +254,10 @@ func (s *coreSystem) Modify(ctx context.Context, req *schema2.ModifySettingReque
 	if err != nil {
 		return err
 	}
-	return s.use(func(h hcsHandle) error {
-		_, err := s.c.run(ctx, func(op hcsHandle) error { return s.c.api.modifyComputeSystem(h, op, string(b)) })
-		return err
+	_, err = s.c.runOn(ctx, &s.coreHandle, "HcsModifyComputeSystem", func(h, op hcsHandle) error {
+		return s.c.api.modifyComputeSystem(h, op, string(b))
 	})
+	return err
 }
 
 // SetAffinity pins the silo's processors.
@@ -218,29 +271,29 @@ func (s *coreSystem) CreateProcess(ctx context.Context, params *schema2.ProcessP
 	if err != nil {
 		return nil, err
 	}
-	var ph hcsHandle
-	var pipes processPipes
-	err = s.use(func(h hcsHandle) error {
-		ph, pipes, err = s.c.createProcess(ctx, h, string(b))
-		return err
-	})
+	h, release, err := s.acquire()
+	if err != nil {
+		return nil, err
+	}
+	ph, pipes, err := s.c.createProcess(ctx, h, string(b), release)
 	if err != nil {
 		return nil, err
 	}
 	return s.c.newProcess(ctx, s.id, ph, pipes)
 }
 
-// createProcess creates a process in the system h and takes its pipes.
+// createProcess creates a process in the system h and takes its pipes;
+// release lets go of h once HCS has finished with the calls on it.
 //
 // On process-isolated containers HCS's wait for the create can fail
 // (E_INVALIDARG, seen on Windows Server 2022) although the process was
 // made and its handle is valid. hcsshim (internal/hcs/v2 createProcess)
 // recovers through HcsGetProcessInfo, only after a failed wait: asking
 // again after a good one races a short process's exit. So does this.
-func (c *computeCore) createProcess(ctx context.Context, h hcsHandle, params string) (hcsHandle, processPipes, error) {
+func (c *computeCore) createProcess(ctx context.Context, h hcsHandle, params string, release func()) (hcsHandle, processPipes, error) {
 	var ph hcsHandle
 	var pipes processPipes
-	err := c.runWith(ctx, func(op hcsHandle) error {
+	err := c.runWith(ctx, "HcsCreateProcess", func(op hcsHandle) error {
 		var err error
 		ph, err = c.api.createProcess(h, params, op)
 		return err
@@ -249,46 +302,66 @@ func (c *computeCore) createProcess(ctx context.Context, h hcsHandle, params str
 		var err error
 		pipes, doc, err = c.api.waitOperationProcess(op, infiniteTimeout)
 		return withResult(err, doc)
+	}, func(_ error, left bool) {
+		if left {
+			// Given up on: whatever HCS made is of no use.
+			c.discardProcess(ph, pipes)
+			release()
+		}
 	})
-	if err == nil {
+	switch {
+	case errors.Is(err, errOperationLeft):
+		return 0, processPipes{}, err
+	case err == nil:
+		release()
 		return ph, pipes, nil
 	}
 	closePipes(pipes)
-	pipes = processPipes{}
-	if ph == 0 {
-		return 0, pipes, err
-	}
 	var stdio *stdioError
-	if ctx.Err() == nil && !errors.As(err, &stdio) {
-		rerr := c.runWith(ctx, func(op hcsHandle) error { return c.api.getProcessInfo(ph, op) }, func(op hcsHandle) error {
+	if ph != 0 && ctx.Err() == nil && !errors.As(err, &stdio) {
+		var info processPipes
+		rerr := c.runWith(ctx, "HcsGetProcessInfo", func(op hcsHandle) error { return c.api.getProcessInfo(ph, op) }, func(op hcsHandle) error {
 			var doc string
 			var err error
-			pipes, doc, err = c.api.waitOperationProcess(op, infiniteTimeout)
+			info, doc, err = c.api.waitOperationProcess(op, infiniteTimeout)
 			return withResult(err, doc)
+		}, func(_ error, left bool) {
+			if left {
+				c.discardProcess(ph, info)
+				release()
+			}
 		})
-		if rerr == nil {
-			log.G(ctx).WithError(err).WithField("pid", pipes.pid).Debug("HCS's wait for a process it created failed; its information came from HcsGetProcessInfo")
-			return ph, pipes, nil
+		switch {
+		case errors.Is(rerr, errOperationLeft):
+			return 0, processPipes{}, err
+		case rerr == nil:
+			release()
+			log.G(ctx).WithError(err).WithField("pid", info.pid).Debug("HCS's wait for a process it created failed; its information came from HcsGetProcessInfo")
+			return ph, info, nil
 		}
-		closePipes(pipes)
-		pipes = processPipes{}
+		closePipes(info)
 		// The recovery's failure would hide why the create failed.
 		log.G(ctx).WithError(rerr).Debug("HcsGetProcessInfo after a failed create")
 	}
 	// HCS may have started it: without its pipes it is of no use.
-	_ = c.submit(func(op hcsHandle) error { return c.api.terminateProcess(ph, op) })
+	c.discardProcess(ph, processPipes{})
+	release()
+	return 0, processPipes{}, err
+}
+
+// discardProcess terminates and closes a process handle the core will not
+// use, and the pipes HCS handed over with it.
+func (c *computeCore) discardProcess(ph hcsHandle, pipes processPipes) {
+	closePipes(pipes)
+	if ph == 0 {
+		return
+	}
+	_ = c.submit("HcsTerminateProcess", func(op hcsHandle) error { return c.api.terminateProcess(ph, op) })
 	c.api.closeProcess(ph)
-	return 0, pipes, err
 }
 
 // Close closes the handle once no call uses it; Wait then returns
 // errHandleClosed unless the system had exited.
 func (s *coreSystem) Close() error {
-	h, err := s.take()
-	if err != nil {
-		return err
-	}
-	s.c.api.closeComputeSystem(h)
-	s.closed()
-	return nil
+	return s.closeWith(s.c.api.closeComputeSystem)
 }

@@ -3,6 +3,7 @@ package hcs
 import (
 	"context"
 	"errors"
+	"slices"
 	"strings"
 	"syscall"
 	"testing"
@@ -21,6 +22,7 @@ func testCore(t *testing.T) (*fakeAPI, *computeCore) {
 	a := newFakeAPI()
 	listeners := hcsEvents.len()
 	t.Cleanup(func() {
+		a.computeCore.bg.Wait()
 		a.hcs.wg.Wait()
 		// Every handle the test opened is closed, every listener gone.
 		if n := a.hcs.open(); n != 0 {
@@ -334,10 +336,46 @@ func TestCoreSignalHeld(t *testing.T) {
 	if err := p.Close(); err != nil {
 		t.Fatal(err)
 	}
-	if calls := a.callList(); calls[len(calls)-2] != "cancel" {
+	c.bg.Wait()
+	if calls := a.callList(); calls[len(calls)-2] != "cancel" || calls[len(calls)-1] != "closeProcess 100" {
 		t.Errorf("calls %q, want the held event cancelled before the handle closed", calls)
 	}
 	if err := p.Signal(context.Background(), "CtrlC"); !errors.Is(err, errHandleClosed) {
 		t.Errorf("Signal after Close = %v", err)
+	}
+}
+
+// An operation HCS does not end even when cancelled is left to HCS: its
+// caller returns at the deadline, Close does not wait for HCS, and the
+// handle the operation is on is closed only once HCS ends it (the fake
+// records a handle closed under an operation).
+func TestCoreOperationLeftToHCS(t *testing.T) {
+	a, c := testCore(t)
+	sys, err := c.createContainer(context.Background(), "s", testDoc)
+	if err != nil {
+		t.Fatal(err)
+	}
+	clear := a.inject(t, "start", fault{deaf: true})
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Millisecond)
+	defer cancel()
+	if err := sys.Start(ctx); !errors.Is(err, context.DeadlineExceeded) || !errors.Is(err, errOperationLeft) {
+		t.Fatalf("Start = %v", err)
+	}
+	if n := c.operationsLeft(); n != 1 {
+		t.Errorf("%d operations left to HCS, want 1", n)
+	}
+	closed := make(chan struct{})
+	go func() {
+		sys.Close()
+		close(closed)
+	}()
+	within(t, closed, "Close with an operation left to HCS")
+	if slices.Contains(a.callList(), "close s") {
+		t.Error("the handle was closed while HCS still works on an operation on it")
+	}
+	clear()
+	c.bg.Wait()
+	if !slices.Contains(a.callList(), "close s") || c.operationsLeft() != 0 {
+		t.Errorf("the handle is not closed once HCS ended the operation: %q", a.callList())
 	}
 }

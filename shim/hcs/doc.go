@@ -23,6 +23,7 @@
 //	stats.go    Statistics and ProcessList to compute.Stats, ProcessInfo
 //	backend.go  Create (layer mounting, gMSA, affinity, undo), Open
 //	system.go   compute.System: Start, Shutdown, Terminate, Modify, Wait
+//	terminate.go terminates carried on until the system stops
 //	process.go  compute.Process: exit handling, Signal, Kill, console;
 //	            stdio copied by shim/relay
 //	record.go   the per-system record of what it holds, for Open
@@ -45,6 +46,11 @@
 //
 // The shim closes a system after it stopped; Close then releases what it
 // held: its Container Credential Guard instance and its scratch layer
-// (UnprepareLayer, DeactivateLayer). A system closed while running keeps
-// them, and Close says so.
+// (UnprepareLayer, DeactivateLayer). A system closed while the backend
+// still terminates it is the backend's until it stops; any other system
+// closed while running keeps them, and Close says so. Under HCS's faults
+// (docs/architecture.md, "Under faults") every call returns by its
+// context's deadline, and each goroutine that outlives a call (an
+// operation left to HCS, a background terminate, a killed process's exit
+// check) has an end.
 package hcs

@@ -32,7 +32,8 @@ type errFacts struct {
 	// (hcsshim.IsPending, ErrVmcomputeOperationPending).
 	Pending bool
 	// Timeout: hcsshim gave up waiting for HCS (hcsshim.IsTimeout,
-	// HCS_E_OPERATION_TIMEOUT).
+	// HCS_E_OPERATION_TIMEOUT), or HCS gave up itself (ERROR_TIMEOUT, the
+	// HRESULT 0x800705B4 users see from a hung operation).
 	Timeout bool
 	// NotSupported: HCS does not understand or support the request
 	// (hcsshim.IsNotSupported).
@@ -98,6 +99,7 @@ const (
 	errorNotSupported       = syscall.Errno(50)         // ERROR_NOT_SUPPORTED
 	errorModNotFound        = syscall.Errno(126)        // ERROR_MOD_NOT_FOUND
 	errorProcNotFound       = syscall.Errno(127)        // ERROR_PROC_NOT_FOUND
+	errorTimeout            = syscall.Errno(1460)       // ERROR_TIMEOUT (0x5B4)
 	errorNotFound           = syscall.Errno(1168)       // ERROR_NOT_FOUND (0x490)
 	errorDeviceNotConnected = syscall.Errno(1167)       // ERROR_DEVICE_NOT_CONNECTED
 	rpcServerUnavailable    = syscall.Errno(1722)       // RPC_S_SERVER_UNAVAILABLE
@@ -152,7 +154,7 @@ func errnoFacts(err error) errFacts {
 		f.Pending = true
 	case hcsCode(e, hcsInvalidState):
 		f.InvalidState = true
-	case hcsCode(e, hcsOperationTimeout):
+	case hcsCode(e, hcsOperationTimeout), e == errorTimeout:
 		f.Timeout = true
 	case hcsCode(e, hcsInvalidJSON), hcsCode(e, hcsUnknownMessage), e == errorInvalidData, e == errorNotSupported:
 		f.NotSupported = true

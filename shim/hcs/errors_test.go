@@ -29,6 +29,8 @@ func TestErrnoFacts(t *testing.T) {
 		{0xC0370103, errFacts{Pending: true}},                   // ErrVmcomputeOperationPending
 		{0xC0370105, errFacts{InvalidState: true}},              // ErrVmcomputeOperationInvalidState
 		{0x80370118, errFacts{Timeout: true}},                   // HCS_E_OPERATION_TIMEOUT
+		{0x800705B4, errFacts{Timeout: true}},                   // ERROR_TIMEOUT as an HRESULT: a hung operation
+		{0x5B4, errFacts{Timeout: true}},                        // ERROR_TIMEOUT
 		{0xC037010D, errFacts{NotSupported: true}},              // ErrVmcomputeInvalidJSON
 		{0xC037010B, errFacts{NotSupported: true}},              // ErrVmcomputeUnknownMessage
 		{0xD, errFacts{NotSupported: true}},                     // ErrInvalidData

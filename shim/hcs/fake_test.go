@@ -43,6 +43,7 @@ type fakeAPI struct {
 	processors uint32 // GetActiveProcessorCount's answer
 	ccg        map[string]string
 	held       map[string]chan struct{} // operations that complete only once released
+	faults     map[string]*activeFault  // the fault plan (faultplan_test.go)
 }
 
 func newFakeAPI() *fakeAPI {
@@ -72,6 +73,9 @@ func (a *fakeAPI) call(name string, args ...string) error {
 	if q := a.fail[name]; len(q) > 0 {
 		a.fail[name] = q[1:]
 		return q[0]
+	}
+	if f := a.faults[name]; f != nil && f.call != nil {
+		return f.call
 	}
 	return nil
 }
@@ -196,7 +200,8 @@ type fakeHCS struct {
 }
 
 type fakeOp struct {
-	target   hcsHandle // the system or process handle the operation is on
+	target   hcsHandle   // the system or process handle the operation is on
+	sys      *fakeSystem // the system a create or start is of
 	done     chan struct{}
 	canceled chan struct{}
 	doc      string
@@ -246,13 +251,14 @@ func (h *fakeHCS) open() int {
 }
 
 // complete ends op on a goroutine of its own, as HCS does, with the
-// operation failure queued for name or with f's answer. An operation on a
-// handle that closes while someone still waits for the operation (it is
-// not closed yet) is a use after close.
+// operation failure queued for name, its fault's, or f's answer. An
+// operation on a handle that closes while someone still waits for the
+// operation (it is not closed yet) is a use after close.
 func (h *fakeHCS) complete(op hcsHandle, name string, f func() (string, error)) {
 	o := h.get(op).(*fakeOp)
 	h.wg.Add(1)
 	held := h.api.heldChan(name)
+	flt := h.api.faultOf(name)
 	go func() {
 		defer h.wg.Done()
 		time.Sleep(time.Millisecond)
@@ -263,18 +269,28 @@ func (h *fakeHCS) complete(op hcsHandle, name string, f func() (string, error)) 
 				h.misuse = append(h.misuse, fmt.Sprintf("handle %d closed during %s", o.target, name))
 			}
 		}()
+		canceled := false
 		if held != nil {
 			select {
 			case <-held:
 			case <-o.canceled:
-				o.err = syscall.Errno(0x80370118) // what a cancelled operation reports
-				close(o.done)
-				return
+				canceled = true
 			}
+		}
+		if canceled || flt.stalled(o) {
+			o.err = syscall.Errno(0x80370118) // what a cancelled operation reports
+			close(o.done)
+			return
+		}
+		if flt != nil && flt.exits && o.sys != nil {
+			o.sys.stop(flt.status)
 		}
 		if err := h.api.later(name); err != nil {
 			o.err = err
 			o.doc = `{"Error":-1,"ErrorMessage":"fake HCS failed ` + name + `"}`
+		} else if flt != nil && flt.op != nil {
+			o.err = flt.op
+			o.doc = `{"Error":-1,"ErrorMessage":"fake HCS fault in ` + name + `"}`
 		} else if f != nil {
 			o.doc, o.err = f()
 		}
@@ -351,6 +367,7 @@ func (h *fakeHCS) createComputeSystem(id, doc string, op hcsHandle) (hcsHandle, 
 		return 0, nil
 	}
 	x := h.add(sys)
+	h.get(op).(*fakeOp).sys = sys
 	h.complete(op, "create", nil)
 	return x, nil
 }
@@ -389,7 +406,13 @@ func (h *fakeHCS) startComputeSystem(x, op hcsHandle) error {
 		return err
 	}
 	h.on(op, x)
-	h.complete(op, "start", nil)
+	h.get(op).(*fakeOp).sys = sys
+	h.complete(op, "start", func() (string, error) {
+		if sys.isStopped() {
+			return "", errInvalidState
+		}
+		return "", nil
+	})
 	return nil
 }
 
@@ -646,6 +669,9 @@ func (h *fakeHCS) modifyProcess(x, op hcsHandle, doc string) error {
 
 func (h *fakeHCS) getProcessProperties(x, op hcsHandle) error {
 	p := h.process(x)
+	if err := h.api.call("processProperties", fmt.Sprint(p.pid)); err != nil {
+		return err
+	}
 	h.on(op, x)
 	h.complete(op, "processProperties", func() (string, error) {
 		p.mu.Lock()
@@ -747,10 +773,7 @@ func (s *fakeSystem) stop(err error) {
 	} else if err != nil {
 		status = -1
 	}
-	data := fmt.Sprintf(`{"Status":%d,"ExitType":"fake"}`, status)
-	for _, k := range keys {
-		go hcsEvents.deliver(k, eventSystemExited, data)
-	}
+	s.h.api.notify("systemExited", keys, eventSystemExited, fmt.Sprintf(`{"Status":%d,"ExitType":"fake"}`, status))
 }
 
 func (s *fakeSystem) isStopped() bool {
@@ -811,12 +834,12 @@ func (p *fakeProcess) exit(code int, err error) {
 	close(p.exitedCh)
 	keys := append([]uintptr(nil), p.keys...)
 	p.mu.Unlock()
+	if err == nil {
+		p.h.api.notify("processExited", keys, eventProcessExited, fmt.Sprintf(`{"ProcessId":%d,"Exited":true,"ExitCode":%d}`, p.pid, uint32(code)))
+		return
+	}
 	for _, k := range keys {
-		if err != nil {
-			go hcsEvents.deliver(k, eventServiceDisconnect, "")
-		} else {
-			go hcsEvents.deliver(k, eventProcessExited, fmt.Sprintf(`{"ProcessId":%d,"Exited":true,"ExitCode":%d}`, p.pid, uint32(code)))
-		}
+		go hcsEvents.deliver(k, eventServiceDisconnect, "")
 	}
 }
 
@@ -837,7 +860,12 @@ func testBackend(t *testing.T) (*Backend, *fakeAPI) {
 	b.lostProcessTimeout = 200 * time.Millisecond
 	b.closeWaitTimeout = time.Second
 	b.scratch.RetryDelay = time.Millisecond
+	b.terminateRetry = 20 * time.Millisecond
+	b.terminateGiveUp = time.Second
+	b.exitNoticeWait = 50 * time.Millisecond
 	t.Cleanup(func() {
+		b.bg.Wait()
+		a.computeCore.bg.Wait()
 		a.hcs.wg.Wait()
 		for _, m := range a.hcs.misused() {
 			t.Errorf("HCS handle misused: %s", m)

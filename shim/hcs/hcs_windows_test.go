@@ -179,11 +179,7 @@ func TestComputecoreBinding(t *testing.T) {
 		t.Fatal(err)
 	}
 	cs := sys.(*coreSystem)
-	h, err := cs.handle()
-	if err != nil {
-		t.Fatal(err)
-	}
-	raw, err := c.run(ctx, func(op hcsHandle) error {
+	raw, err := c.runOn(ctx, &cs.coreHandle, "HcsGetComputeSystemProperties", func(h, op hcsHandle) error {
 		return b.getComputeSystemProperties(h, op, `{"PropertyTypes":["Statistics"]}`)
 	})
 	if err != nil {

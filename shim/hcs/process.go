@@ -30,6 +30,8 @@ type process struct {
 	exited chan struct{} // closed once HCS reported the exit
 	done   chan struct{} // closed once exited and the output is drained
 
+	watchOnce sync.Once // watchExit runs once
+
 	mu      sync.Mutex
 	closed  bool
 	lost    bool // its system stopped and HCS never reported its exit
@@ -187,15 +189,52 @@ func (p *process) Signal(ctx context.Context, s compute.Signal) error {
 	return nil
 }
 
-// Kill is HcsTerminateProcess.
+// Kill is HcsTerminateProcess. HCS reports the exit by notification;
+// when HCS says the process has already stopped, or the notification of
+// the kill does not come, HCS is asked for the exit (watchExit).
 func (p *process) Kill(ctx context.Context) error {
 	if err := p.check(); err != nil {
 		return err
 	}
 	if err := p.hp.Kill(ctx); err != nil {
+		if f := p.sys.b.api.facts(err); f.AlreadyStopped || f.NotExist {
+			_, _ = p.hp.CheckExited(ctx)
+		}
 		return p.fail("kill", err)
 	}
+	p.watchOnce.Do(func() { p.sys.b.background(p.watchExit) })
 	return nil
+}
+
+// watchExit asks HCS for the exit of a killed process whose notification
+// has not come within exitNoticeWait, exitChecks times at most: HCS can
+// lose it, and the task would wait for ever. It ends with the exit, or
+// with the process's Close.
+func (p *process) watchExit() {
+	logger := log.L.WithFields(log.Fields{"id": p.sys.id, "pid": p.pid})
+	wait := p.sys.b.exitNoticeWait
+	for range exitChecks {
+		t := time.NewTimer(wait)
+		select {
+		case <-p.exited:
+			t.Stop()
+			return
+		case <-t.C:
+		}
+		ctx, cancel := context.WithTimeout(context.Background(), wait)
+		exited, err := p.hp.CheckExited(ctx)
+		cancel()
+		switch {
+		case exited:
+			logger.Warn("HCS reported no exit for a killed process; its properties say it exited")
+			return
+		case err != nil && p.sys.b.api.facts(err).AlreadyClosed:
+			return
+		case err != nil:
+			logger.WithError(err).Debug("ask HCS for the exit of a killed process")
+		}
+	}
+	logger.Warn("a killed process has not exited, as far as HCS says")
 }
 
 // Wait is closed once the process has exited and its output has been

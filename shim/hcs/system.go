@@ -70,7 +70,7 @@ func (s *system) wait() {
 
 	if s.stopped {
 		for _, p := range procs {
-			go p.systemStopped()
+			s.b.background(p.systemStopped)
 		}
 	}
 }
@@ -128,9 +128,21 @@ func (s *system) Start(ctx context.Context) error {
 		return err
 	}
 	if err := s.c.Start(ctx); err != nil {
-		return s.fail("start", err)
+		return classify(fmt.Sprintf("start compute system %s", s.id), err, s.settle(ctx, s.b.api.facts(err)))
 	}
 	return nil
+}
+
+// settle asks HCS, after a Start, Shutdown or Terminate failed with facts
+// f, whether the system has stopped: its exit notification may never come
+// (HCS lost it, or the system exited during its create, before the
+// callback was set). The failure of a system that has stopped is NotFound,
+// as every call's once the system is gone, and Wait closes.
+func (s *system) settle(ctx context.Context, f errFacts) errFacts {
+	if stopped, _ := s.c.CheckStopped(ctx); stopped {
+		f.AlreadyStopped = true
+	}
+	return f
 }
 
 // Shutdown is HcsShutDownComputeSystem: HCS sends CTRL_SHUTDOWN_EVENT to
@@ -142,9 +154,18 @@ func (s *system) Shutdown(ctx context.Context) error {
 	return s.stop(ctx, "shut down", s.c.Shutdown)
 }
 
-// Terminate is HcsTerminateComputeSystem, likewise.
+// Terminate is HcsTerminateComputeSystem, likewise. The backend carries
+// it on until the system stops (terminate.go), whatever HCS answered.
 func (s *system) Terminate(ctx context.Context) error {
-	return s.stop(ctx, "terminate", s.c.Terminate)
+	if err := ctx.Err(); err != nil {
+		return err
+	}
+	if err := s.check(); err != nil {
+		return err
+	}
+	err := s.stop(ctx, "terminate", s.c.Terminate)
+	s.b.terminations.carryOn(s, err)
+	return err
 }
 
 func (s *system) stop(ctx context.Context, what string, call func(context.Context) error) error {
@@ -171,10 +192,11 @@ func (s *system) stop(ctx context.Context, what string, call func(context.Contex
 		}
 		s.mu.Unlock()
 	}
-	if err != nil {
-		return classify(fmt.Sprintf("%s compute system %s", what, s.id), err, f)
+	if err == nil {
+		return nil
 	}
-	return nil
+	// HCS_E_INVALID_STATE is HCS's answer to a terminate after the exit.
+	return classify(fmt.Sprintf("%s compute system %s", what, s.id), err, s.settle(ctx, f))
 }
 
 // stopResult reads Shutdown's or Terminate's error: whether HCS accepted
@@ -344,7 +366,7 @@ func (s *system) track(p *process) {
 	select {
 	case <-s.done:
 		if s.stopped {
-			go p.systemStopped()
+			s.b.background(p.systemStopped)
 		}
 	default:
 		s.procs[p] = struct{}{}
@@ -359,11 +381,13 @@ func (s *system) forget(p *process) {
 
 // Close closes the handle, then, if the system has stopped, releases what
 // it held: its Container Credential Guard instance, its scratch
-// (UnprepareLayer, DeactivateLayer), and the record. The shim closes a system after Wait, so that is the usual case.
-// A system closed while still running keeps its scratch (unpreparing the
-// volume under a live silo would break it) and its record, and Close says
-// so; a later Open and Close of the id, or the next Create of it, releases
-// it.
+// (UnprepareLayer, DeactivateLayer), and the record. The shim closes a
+// system after Wait, so that is the usual case. A system still being
+// terminated is handed to the backend, which releases what it held once
+// it stops (terminate.go). Any other system closed while still running
+// keeps its scratch (unpreparing the volume under a live silo would break
+// it) and its record, and Close says so; a later Open and Close of the
+// id, or the next Create of it, releases it.
 func (s *system) Close() error {
 	s.mu.Lock()
 	if s.closed {
@@ -372,23 +396,19 @@ func (s *system) Close() error {
 	}
 	s.closed = true
 	s.mu.Unlock()
+	select {
+	case <-s.done:
+	default:
+		if s.b.terminations.handOver(s) {
+			log.L.WithField("id", s.id).Warn("compute system closed while it is still being terminated; the backend carries on, and releases what it held once it stops")
+			return nil
+		}
+	}
 
 	var errs []error
-	cerr := s.c.Close()
-	if cerr != nil && !s.b.api.facts(cerr).AlreadyClosed {
-		errs = append(errs, classify(fmt.Sprintf("close compute system %s", s.id), cerr, s.b.api.facts(cerr)))
+	if err := s.closeHandle(); err != nil {
+		errs = append(errs, err)
 	}
-	if cerr == nil {
-		// The closed handle ends wait; let it record whether the system
-		// had stopped first.
-		t := time.NewTimer(s.b.closeWaitTimeout)
-		select {
-		case <-s.done:
-		case <-t.C:
-		}
-		t.Stop()
-	}
-
 	stopped := false
 	select {
 	case <-s.done:
@@ -402,19 +422,49 @@ func (s *system) Close() error {
 	case !stopped:
 		errs = append(errs, fmt.Errorf("compute system %s was closed before it stopped: its scratch layer %s stays mounted: %w", s.id, s.held.Scratch, errdefs.ErrFailedPrecondition))
 	default:
-		if err := s.b.release(s.held); err != nil {
+		if err := s.releaseHeld(); err != nil {
 			errs = append(errs, err)
 		}
 	}
 	return errors.Join(errs...)
 }
 
-// closeAfterStop waits a while for a terminated system to stop, then
-// closes it, releasing what it held; failures are logged.
+// closeHandle closes the system's handle, and waits a while for wait to
+// notice and record whether the system had stopped first.
+func (s *system) closeHandle() error {
+	err := s.c.Close()
+	if err != nil {
+		if s.b.api.facts(err).AlreadyClosed {
+			return nil
+		}
+		return classify(fmt.Sprintf("close compute system %s", s.id), err, s.b.api.facts(err))
+	}
+	t := time.NewTimer(s.b.closeWaitTimeout)
+	defer t.Stop()
+	select {
+	case <-s.done:
+	case <-t.C:
+	}
+	return nil
+}
+
+// releaseHeld releases what the stopped system held, if the backend knows
+// it (an opened system without a record holds nothing it knows of).
+func (s *system) releaseHeld() error {
+	if s.held.Scratch == "" {
+		return nil
+	}
+	return s.b.release(s.held)
+}
+
+// closeAfterStop waits a while for a terminated system to stop (not past
+// ctx), then closes it; failures are logged. A system that has not stopped
+// by then is left to the background terminate.
 func (s *system) closeAfterStop(ctx context.Context) {
 	t := time.NewTimer(s.b.lostProcessTimeout)
 	select {
 	case <-s.done:
+	case <-ctx.Done():
 	case <-t.C:
 	}
 	t.Stop()
