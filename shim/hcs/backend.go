@@ -211,41 +211,9 @@ func (b *Backend) Create(ctx context.Context, id string, s *compute.Settings) (c
 	if err := checkSettings(s, b.api.hostBuild()); err != nil {
 		return nil, fmt.Errorf("compute system %s: %w", id, err)
 	}
-	if c, err := b.api.openContainer(ctx, id); err == nil {
-		if cerr := c.Close(); cerr != nil {
-			log.G(ctx).WithError(cerr).WithField("id", id).Warn("close the existing compute system")
-		}
-		return nil, fmt.Errorf("compute system %s: %w", id, errdefs.ErrAlreadyExists)
-	} else if f := b.api.facts(err); !f.NotExist {
-		return nil, classify(fmt.Sprintf("look for an existing compute system %s", id), err, f)
-	}
-
-	layers := make([]schema2.Layer, 0, len(s.Layers.Parents))
-	for _, p := range s.Layers.Parents {
-		lid, err := b.api.layerID(layerName(p))
-		if err != nil {
-			return nil, classify(fmt.Sprintf("layer id of %s", p), err, b.api.facts(err))
-		}
-		layers = append(layers, schema2.Layer{Id: lid, Path: p})
-	}
-	resolved := *s
-	resolved.MappedDirectories = append([]compute.MappedDirectory(nil), s.MappedDirectories...)
-	for i, d := range resolved.MappedDirectories {
-		p, err := b.api.resolvePath(d.HostPath)
-		if err != nil {
-			return nil, classify(fmt.Sprintf("compute system %s: mount source %s", id, d.HostPath), err, b.api.facts(err))
-		}
-		resolved.MappedDirectories[i].HostPath = p
-	}
-	s = &resolved
-	// The document with placeholders for what is made below: its checks
-	// run before anything is touched.
-	var ccg *schema2.ContainerCredentialGuardState
-	if s.CredentialSpec != "" {
-		ccg = &schema2.ContainerCredentialGuardState{}
-	}
-	if _, err := containerDocument(id, s, mountedStorage{layers: layers, volume: `\\?\Volume{}\`}, ccg); err != nil {
-		return nil, fmt.Errorf("compute system %s: %w", id, err)
+	s, layers, err := b.prepare(ctx, id, s)
+	if err != nil {
+		return nil, err
 	}
 
 	b.releaseStale(ctx, id)
@@ -265,6 +233,7 @@ func (b *Backend) Create(ctx context.Context, id string, s *compute.Settings) (c
 		b.removeRecord(ctx, id)
 		return nil, fmt.Errorf("compute system %s: %w", id, err)
 	}
+	var ccg *schema2.ContainerCredentialGuardState
 	if s.CredentialSpec != "" {
 		if ccg, err = b.api.addCredentialGuard(id, s.CredentialSpec); err != nil {
 			undo()
@@ -307,6 +276,51 @@ func (b *Backend) Create(ctx context.Context, id string, s *compute.Settings) (c
 		}
 	}
 	return sys, nil
+}
+
+// prepare checks what Create needs before it touches anything: that no
+// compute system of the id exists, the layers' ids, the mapped
+// directories' host paths resolved (fs.ResolvePath), and the document
+// with placeholders for what Create makes; it returns the settings with
+// the resolved paths and the layers.
+func (b *Backend) prepare(ctx context.Context, id string, s *compute.Settings) (*compute.Settings, []schema2.Layer, error) {
+	if c, err := b.api.openContainer(ctx, id); err == nil {
+		if cerr := c.Close(); cerr != nil {
+			log.G(ctx).WithError(cerr).WithField("id", id).Warn("close the existing compute system")
+		}
+		return nil, nil, fmt.Errorf("compute system %s: %w", id, errdefs.ErrAlreadyExists)
+	} else if f := b.api.facts(err); !f.NotExist {
+		return nil, nil, classify(fmt.Sprintf("look for an existing compute system %s", id), err, f)
+	}
+
+	layers := make([]schema2.Layer, 0, len(s.Layers.Parents))
+	for _, p := range s.Layers.Parents {
+		lid, err := b.api.layerID(layerName(p))
+		if err != nil {
+			return nil, nil, classify(fmt.Sprintf("layer id of %s", p), err, b.api.facts(err))
+		}
+		layers = append(layers, schema2.Layer{Id: lid, Path: p})
+	}
+	resolved := *s
+	resolved.MappedDirectories = append([]compute.MappedDirectory(nil), s.MappedDirectories...)
+	for i, d := range resolved.MappedDirectories {
+		p, err := b.api.resolvePath(d.HostPath)
+		if err != nil {
+			return nil, nil, classify(fmt.Sprintf("compute system %s: mount source %s", id, d.HostPath), err, b.api.facts(err))
+		}
+		resolved.MappedDirectories[i].HostPath = p
+	}
+	s = &resolved
+	// The document with placeholders for what is made below: its checks
+	// run before anything is touched.
+	var ccg *schema2.ContainerCredentialGuardState
+	if s.CredentialSpec != "" {
+		ccg = &schema2.ContainerCredentialGuardState{}
+	}
+	if _, err := containerDocument(id, s, mountedStorage{layers: layers, volume: `\\?\Volume{}\`}, ccg); err != nil {
+		return nil, nil, fmt.Errorf("compute system %s: %w", id, err)
+	}
+	return s, layers, nil
 }
 
 // background runs f on a goroutine of the backend's own (counted by bg).
