@@ -589,9 +589,9 @@ __declspec(dllexport) HRESULT WINAPI HcsGetComputeSystemProperties(sys_t *s, op_
     if (query && wcsstr(query, L"ProcessList"))
         process_list(s, list, 60000);
     swprintf(doc, 65536,
-             L"{\"Id\":\"%ls\",\"State\":\"Running\",\"Statistics\":{\"Timestamp\":\"%ls\",\"ContainerStartTime\":\"%ls\",\"Uptime100ns\":%llu,"
+             L"{\"Id\":\"%ls\",\"State\":\"%ls\",\"Stopped\":%ls,\"Statistics\":{\"Timestamp\":\"%ls\",\"ContainerStartTime\":\"%ls\",\"Uptime100ns\":%llu,"
              L"\"Processor\":{\"TotalRuntime100ns\":%llu,\"RuntimeUser100ns\":%llu,\"RuntimeKernel100ns\":%llu}}%ls%ls}",
-             s->id, now_s, start_s, up, a.TotalUserTime.QuadPart + a.TotalKernelTime.QuadPart, a.TotalUserTime.QuadPart,
+             s->id, s->exited ? L"Stopped" : L"Running", s->exited ? L"true" : L"false", now_s, start_s, up, a.TotalUserTime.QuadPart + a.TotalKernelTime.QuadPart, a.TotalUserTime.QuadPart,
              a.TotalKernelTime.QuadPart, list[0] ? L",\"ProcessList\":" : L"", list);
     complete(op, S_OK, doc);
     free(doc);
