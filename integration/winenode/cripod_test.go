@@ -56,8 +56,16 @@ func criPod(t *testing.T, sandboxer string) {
 	}
 
 	port := freePort(t)
+	data := n.Path(`C:\hostdata\web`)
+	if err := os.MkdirAll(data, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(filepath.Join(data, "node.txt"), []byte("the node's data"), 0o644); err != nil {
+		t.Fatal(err)
+	}
 	app := criCreatePod(t, n, id, pod, "app", map[string]any{
 		"envs":        []map[string]string{{"key": "GREETING", "value": "from CRI"}},
+		"mounts":      []map[string]any{{"container_path": `C:\data`, "host_path": `C:\hostdata\web`, "readonly": true}},
 		"working_dir": `C:\work`,
 		"annotations": map[string]string{"io.microsoft.container.processor.count": "1"},
 		"windows": map[string]any{
@@ -76,6 +84,9 @@ func criPod(t *testing.T, sandboxer string) {
 	env := criRun(t, n, "exec", "-s", app, `C:\winproc-testapp.exe`, "env")
 	if envValue(env, "GREETING") != "from CRI" || !strings.HasSuffix(envValue(env, "cwd"), `\standin-volume\work`) || envValue(env, "GOFLAGS") != "" {
 		t.Errorf("exec env: GREETING %q, cwd %q, the host's GOFLAGS %q; want CRI's, C:\\work in the container's C:\\ and not the host's:\n%s", envValue(env, "GREETING"), envValue(env, "cwd"), envValue(env, "GOFLAGS"), env)
+	}
+	if out := criRun(t, n, "exec", "-s", app, "cmd", "/c", "type", `C:\data\node.txt`); !strings.Contains(out, "the node's data") {
+		t.Errorf("the mount C:\\data in the container: %q", out)
 	}
 	// Wine has no users: the user is checked where it reaches HCS.
 	if docs := n.standinDocuments(app); !strings.Contains(docs, `"User":"ContainerUser"`) {
@@ -141,6 +152,9 @@ func criPod(t *testing.T, sandboxer string) {
 	criRun(t, n, "stopp", id)
 	criRun(t, n, "rmp", id)
 	n.checkNothingLeft()
+	if b, err := os.ReadFile(filepath.Join(data, "node.txt")); err != nil || string(b) != "the node's data" {
+		t.Errorf("the mount's host directory after the pod: %q, %v", b, err)
+	}
 }
 
 // criCreatePod creates a process-isolated container name in pod.

@@ -123,6 +123,7 @@ func StartWith(t testing.TB, bins Binaries, opts Options) *Node {
 
 	n.install(bins)
 	n.setHostBuild()
+	n.nameVolumes()
 	n.startServices()
 	return n
 }
@@ -234,6 +235,21 @@ func (n *Node) installFragment(file string) {
 	}
 	if err := os.WriteFile(filepath.Join(n.Path(InstallDir), "conf.d", install.FragmentFile), []byte(s), 0o644); err != nil {
 		n.t.Fatal(err)
+	}
+}
+
+// nameVolumes lets the node open its drives by their volume names, as
+// Windows does: Wine's mount manager names C: and Z: \\?\Volume{GUID}\
+// (GetVolumeNameForVolumeMountPoint, and the final paths of
+// GetFinalPathNameByHandle, to which containerd.exe and go-winio resolve
+// a mount's source), but opens no path under those names. A device name
+// in the prefix's dosdevices is what Wine opens \\?\NAME\ by.
+func (n *Node) nameVolumes() {
+	for letter, target := range map[byte]string{'c': "../drive_c", 'z': "/"} {
+		name := fmt.Sprintf("volume{00000000-0000-0000-0000-0000000000%02x}", letter-'a'+'A')
+		if err := os.Symlink(target, filepath.Join(n.prefix, "dosdevices", name)); err != nil {
+			n.t.Fatal(err)
+		}
 	}
 }
 

@@ -13,17 +13,16 @@
  * (vmcompute.c) made for the scratch named by the document's
  * Storage.Path. Every C:\ in a process's command line and working
  * directory is read as a path in that directory; a program named without
- * a directory is looked for there first. Each document a system is
- * created with is kept in C:\ProgramData\winproc-standins\documents\<id>.json,
+ * a directory is looked for there first; a mapped directory is a Linux
+ * symbolic link in it. Each document a system is created with is kept in C:\ProgramData\winproc-standins\documents\<id>.json,
  * each process's parameters in <id>-process-<pid>.json.
  *
  * It leaves unproven what only HCS does: whether HCS accepts the
  * documents, the silo (its own C:, registry, users, network compartment,
  * isolation from the host), users (a process runs as Wine's user),
- * mapped directories and pipes (Wine gives a directory's final path,
- * which containerd.exe and go-winio resolve a mount's source to, as a
- * \\?\Volume{} path it cannot open again), console emulation
- * (EmulateConsole is ignored), resource limits (recorded, not applied),
+ * read-only mapped directories (not enforced) and mapped pipes, console
+ * emulation (EmulateConsole is ignored), resource limits (recorded, not
+ * applied),
  * a system that outlives the process that made it (systems are known to
  * the process that created them only), and HCS's own errors and timing.
  */
@@ -74,6 +73,8 @@ typedef struct {
     void *ctx;
     process_t *processes[256];
     LONG nprocesses;
+    char *links[32]; /* mapped directories: Linux links in the volume */
+    int nlinks;
 } sys_t;
 
 struct process {
@@ -386,6 +387,34 @@ static void keep_document(const WCHAR *id, const WCHAR *config)
     free(utf8);
 }
 
+/* map_directories makes each of the document's MappedDirectories a
+ * Linux symbolic link at its container path in the volume, which Wine
+ * follows as a directory; the links go when the system exits (a link left
+ * in a scratch would lead a removal into the host's directory). */
+static void map_directories(sys_t *s, const WCHAR *config)
+{
+    const WCHAR *p = wcsstr(config, L"\"MappedDirectories\":[");
+    const WCHAR *end = p ? wcschr(p, L']') : NULL;
+    WCHAR host[MAX_PATH], where[MAX_PATH], link[MAX_PATH];
+    while (p && end && (p = wcsstr(p, L"\"HostPath\":\"")) && p < end && s->nlinks < 32) {
+        const WCHAR *c = wcsstr(p, L"\"ContainerPath\":\"");
+        char *uh, *ul;
+        json_read(p + wcslen(L"\"HostPath\":"), host, MAX_PATH);
+        if (!c || c > end)
+            break;
+        json_read(c + wcslen(L"\"ContainerPath\":"), where, MAX_PATH);
+        container_path(s, where, link, MAX_PATH);
+        uh = standin_unix(host);
+        ul = standin_unix(link);
+        if (uh && ul && standin_linux2(LINUX_SYMLINK, uh, ul) == 0)
+            s->links[s->nlinks++] = ul;
+        else
+            HeapFree(GetProcessHeap(), 0, ul);
+        HeapFree(GetProcessHeap(), 0, uh);
+        p = c;
+    }
+}
+
 /* keep_process_document adds a process's parameters to the documents. */
 static void keep_process_document(const sys_t *s, DWORD pid, const WCHAR *params)
 {
@@ -421,6 +450,8 @@ __declspec(dllexport) HRESULT WINAPI HcsCreateComputeSystem(PCWSTR id, PCWSTR co
     s->job = CreateJobObjectW(NULL, NULL);
     systems[nsystems++] = s;
     LeaveCriticalSection(&lock);
+    if (s->volume[0])
+        map_directories(s, config);
 
     if (!s->volume[0]) {
         complete(op, HRESULT_FROM_WIN32(ERROR_PATH_NOT_FOUND), L"{\"ErrorMessage\":\"the document's Storage.Path is not a prepared volume\"}");
@@ -463,6 +494,11 @@ static void exited(sys_t *s)
         if (systems[i] == s)
             systems[i] = NULL;
     LeaveCriticalSection(&lock);
+    for (i = 0; i < s->nlinks; i++) {
+        standin_linux2(LINUX_UNLINK, s->links[i], NULL);
+        HeapFree(GetProcessHeap(), 0, s->links[i]);
+    }
+    s->nlinks = 0;
     notify(s->cb, s->ctx, EVENT_SYSTEM_EXITED, L"{\"Status\":0,\"ExitType\":\"GracefulExit\"}");
 }
 
