@@ -120,15 +120,16 @@ func TestDoctorLoadConfigShapes(t *testing.T) {
 			want: Config{
 				Path: "/c.toml", Version: 3, Files: []string{"/c.toml"}, GRPCAddress: "/run/c.sock",
 				ProxyPlugins: map[string]ProxyPlugin{
-					"windowsfilter":      {Type: "snapshot", Address: "/run/snap.sock", Platform: "windows/amd64"},
+					"windowsfilter":      {Type: "snapshot", Address: "/run/snap.sock", Platform: "windows/amd64", Capabilities: []string{"rebase"}},
 					"windowsfilter-diff": {Type: "diff", Address: "/run/snap.sock", Platform: "windows/amd64"},
 				},
 				Runtimes: map[string]Runtime{"winproc": {RuntimeType: "io.containerd.winproc.v2", Sandboxer: "shim", Snapshotter: "windowsfilter"}},
 				RuntimePlatforms: map[string]RuntimePlatform{
 					"winproc": {Platform: "windows/amd64", Snapshotter: "windowsfilter"},
 				},
-				UnpackRules: []UnpackRule{{Platform: "windows/amd64", Snapshotter: "windowsfilter", Differ: "windowsfilter-diff"}},
-				DiffDefault: []string{"windowsfilter-diff", "walking"},
+				UnpackRules:          []UnpackRule{{Platform: "windows/amd64", Snapshotter: "windowsfilter", Differ: "windowsfilter-diff"}},
+				MaxConcurrentUnpacks: 3,
+				DiffDefault:          []string{"windowsfilter-diff", "walking"},
 			},
 			options: map[string]any{"pause_image": "example.com/pause:1", "host_build": "10.0.20348"},
 		},
@@ -214,7 +215,7 @@ disabled_plugins = ["io.containerd.snapshotter.v1.btrfs"]
 				Files:           []string{"/etc/containerd/config.toml", "/etc/containerd/conf.d/10-winproc.toml", "/abs/extra.toml"},
 				DisabledPlugins: []string{"io.containerd.snapshotter.v1.btrfs"},
 				ProxyPlugins: map[string]ProxyPlugin{
-					"windowsfilter":      {Type: "snapshot", Address: "/new.sock", Platform: "windows/amd64"},
+					"windowsfilter":      {Type: "snapshot", Address: "/new.sock", Platform: "windows/amd64", Capabilities: []string{"rebase"}},
 					"windowsfilter-diff": {Type: "diff", Address: "/new.sock", Platform: "windows/amd64"},
 				},
 				// runc is gone: the import's runtime plugin table replaced
@@ -223,8 +224,9 @@ disabled_plugins = ["io.containerd.snapshotter.v1.btrfs"]
 				RuntimePlatforms: map[string]RuntimePlatform{
 					"winproc": {Platform: "windows/amd64", Snapshotter: "windowsfilter"},
 				},
-				UnpackRules: []UnpackRule{{Platform: "windows/amd64", Snapshotter: "windowsfilter", Differ: "windowsfilter-diff"}},
-				DiffDefault: []string{"windowsfilter-diff", "walking"},
+				UnpackRules:          []UnpackRule{{Platform: "windows/amd64", Snapshotter: "windowsfilter", Differ: "windowsfilter-diff"}},
+				MaxConcurrentUnpacks: 3,
+				DiffDefault:          []string{"windowsfilter-diff", "walking"},
 			},
 		},
 	} {
