@@ -106,7 +106,9 @@ func (d *Differ) Apply(ctx context.Context, desc ocispec.Descriptor, mounts []mo
 	defer dr.Close()
 
 	digester := digest.Canonical.Digester()
-	counted := &iocount.Reader{R: io.TeeReader(dr, digester.Hash())}
+	ahead := readAhead(io.TeeReader(dr, digester.Hash()))
+	defer ahead.Close()
+	counted := &iocount.Reader{R: ahead}
 	if _, err := importLayer(ctx, counted, layer); err != nil {
 		return ocispec.Descriptor{}, fmt.Errorf("import layer %s into %s: %w", desc.Digest, layer.Path, err)
 	}
