@@ -91,15 +91,19 @@ spec-corpus: tools wine
 	rm -f shim/hcs/testdata/corpus/*.json
 	WINPROC_WRITE_SPEC_CORPUS=$(CURDIR)/shim/hcs/testdata/corpus $(GO) test -count=1 -v -run '^TestWriteSpecCorpus$$' ./integration/
 
-# The shim's performance benchmarks (resident memory next to containerd's
-# runc shim, task API latency through containerd and direct) and the scale
-# run (SCALE_PODS pods with a container each, kept running: latency per
-# tenth, idle CPU, memory per pod, teardown; docs/scale.md); not part of
-# `test`.
-SCALE_PODS ?= 100
+# The performance benchmarks and the scale run, not part of `test`: the
+# shim's (resident memory next to containerd's runc shim, task API latency
+# through containerd and direct), pulls (sequential against parallel unpack,
+# one pull against two, through ctr and crictl from a registry on loopback;
+# PULL_ROUNDS rounds, docs/pull.md), the layer importer against GNU tar, and
+# the scale run (SCALE_PODS pods with a container each, kept running: latency
+# per tenth, idle CPU, memory per pod, teardown; docs/scale.md).
+SCALE_PODS  ?= 100
+PULL_ROUNDS ?= 3
 .PHONY: bench
 bench: tools wine
-	$(GO) test -count=1 -run '^$$' -bench . -benchtime 1x ./integration/
+	WINPROC_PULL_ROUNDS=$(PULL_ROUNDS) $(GO) test -count=1 -timeout 1h -run '^$$' -bench . -benchtime 1x ./integration/
+	$(GO) test -count=1 -run '^$$' -bench '^BenchmarkImport$$' -benchtime 9x ./snapshotter/layertar/
 	WINPROC_SCALE_PODS=$(SCALE_PODS) $(GO) test -count=1 -timeout 1h -v -run '^TestScale$$' ./integration/
 
 # Long runs, not part of `test`: SOAK_CYCLES pod cycles through crictl and
