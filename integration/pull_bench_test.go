@@ -17,6 +17,10 @@ import (
 	"testing"
 	"time"
 
+	containerd "github.com/containerd/containerd/v2/client"
+	"github.com/containerd/containerd/v2/core/remotes/docker"
+	"github.com/containerd/containerd/v2/core/remotes/docker/config"
+	"github.com/containerd/log"
 	v1 "github.com/google/go-containerregistry/pkg/v1"
 	"golang.org/x/sys/unix"
 
@@ -45,8 +49,9 @@ const pullSettle = 65 * time.Second
 // parallel unpack. Each round pulls, on each node, through the transfer
 // service (ctr images pull) and through CRI (crictl pull); on the parallel
 // node also two pulls of the image at once (ctr, crictl), and one and two
-// client-side pulls (ctr images pull --local, which no lock of containerd's
-// keeps from extracting a layer twice). Before every pull the node's
+// pulls of the Go client (client.Pull with WithPullUnpack: containerd's
+// unpacker in the client, which no lock of containerd's keeps from
+// extracting a layer twice). Before every pull the node's
 // images, snapshots and content are removed, so a pull downloads and
 // unpacks everything. docs/pull.md has the figures.
 func BenchmarkPull(b *testing.B) {
@@ -70,21 +75,48 @@ func BenchmarkPull(b *testing.B) {
 
 	seq := node.StartWith(b, bins, node.Options{LogLevel: "warn", UnpackConcurrency: 1})
 	par := node.StartWith(b, bins, node.Options{LogLevel: "warn"})
-	ctr := func(n *node.Node, extra ...string) func() *exec.Cmd {
-		return func() *exec.Cmd {
-			args := append([]string{"-a", n.Address, "-n", node.Namespace, "images", "pull"}, extra...)
-			args = append(args, "--platform", containerdnames.Platform, "--snapshotter", containerdnames.Snapshotter, image)
-			return exec.Command(filepath.Join(n.Tools, "ctr"), args...)
+	run := func(cmd func() *exec.Cmd) func() error {
+		return func() error {
+			c := cmd()
+			if out, err := c.CombinedOutput(); err != nil {
+				return fmt.Errorf("%s: %w\n%s", strings.Join(c.Args, " "), err, out)
+			}
+			return nil
 		}
 	}
-	crictl := func(n *node.Node) func() *exec.Cmd {
-		return func() *exec.Cmd { return n.CrictlCommand(ctx, "--timeout=600s", "pull", image) }
+	ctr := func(n *node.Node) func() error {
+		return run(func() *exec.Cmd {
+			return exec.Command(filepath.Join(n.Tools, "ctr"), "-a", n.Address, "-n", node.Namespace, "images", "pull",
+				"--platform", containerdnames.Platform, "--snapshotter", containerdnames.Snapshotter, image)
+		})
+	}
+	crictl := func(n *node.Node) func() error {
+		return run(func() *exec.Cmd { return n.CrictlCommand(ctx, "--timeout=600s", "pull", image) })
+	}
+	// The client's resolver tells, at info level, of every pull from a
+	// loopback registry that it tries HTTPS first.
+	level := log.GetLevel()
+	log.SetLevel("warn")
+	b.Cleanup(func() { log.SetLevel(level.String()) })
+	client, err := containerd.New(par.Address, containerd.WithDefaultNamespace(node.Namespace))
+	if err != nil {
+		b.Fatal(err)
+	}
+	defer client.Close()
+	// The Go client's pull unpacks with containerd's unpacker in this
+	// process, where no lock of containerd's keeps two pulls from
+	// extracting a layer twice.
+	clientPull := func() error {
+		resolver := docker.NewResolver(docker.ResolverOptions{Hosts: config.ConfigureHosts(ctx, config.HostOptions{})})
+		_, err := client.Pull(ctx, image, containerd.WithResolver(resolver), containerd.WithPullUnpack,
+			containerd.WithPlatform(containerdnames.Platform), containerd.WithPullSnapshotter(containerdnames.Snapshotter))
+		return err
 	}
 	figures := []struct {
 		name  string
 		n     *node.Node
 		pulls int
-		cmd   func() *exec.Cmd
+		pull  func() error
 	}{
 		{"sequential ctr", seq, 1, ctr(seq)},
 		{"parallel ctr", par, 1, ctr(par)},
@@ -92,8 +124,8 @@ func BenchmarkPull(b *testing.B) {
 		{"parallel crictl", par, 1, crictl(par)},
 		{"parallel ctr x2", par, 2, ctr(par)},
 		{"parallel crictl x2", par, 2, crictl(par)},
-		{"client ctr", par, 1, ctr(par, "--local")},
-		{"client ctr x2", par, 2, ctr(par, "--local")},
+		{"client pull", par, 1, clientPull},
+		{"client pull x2", par, 2, clientPull},
 	}
 	times := map[string][]time.Duration{}
 	for r := range rounds {
@@ -104,7 +136,7 @@ func BenchmarkPull(b *testing.B) {
 			if r%2 == 1 {
 				f = figures[len(figures)-1-i]
 			}
-			d, cpu, sent := timePulls(b, f.n, reg, f.pulls, f.cmd)
+			d, cpu, sent := timePulls(b, f.n, reg, f.pulls, f.pull)
 			times[f.name] = append(times[f.name], d)
 			b.Logf("round %d: %-18s %6.2f s, containerd and snapshotter %5.1f CPU s, %4d MB from the registry", r+1, f.name, d.Seconds(), cpu.Seconds(), sent/1e6)
 		}
@@ -121,15 +153,15 @@ func BenchmarkPull(b *testing.B) {
 	b.ReportMetric(med("sequential crictl")/med("parallel crictl"), "crictl-speedup")
 	b.ReportMetric(med("parallel ctr x2")/med("parallel ctr"), "ctr-2pulls-ratio")
 	b.ReportMetric(med("parallel crictl x2")/med("parallel crictl"), "crictl-2pulls-ratio")
-	b.ReportMetric(med("client ctr x2")/med("client ctr"), "client-2pulls-ratio")
+	b.ReportMetric(med("client pull x2")/med("client pull"), "client-2pulls-ratio")
 }
 
 // timePulls removes n's images (and with them, at garbage collection, its
-// snapshots and content), then runs pulls copies of cmd at once and returns
+// snapshots and content), then runs pulls pulls at once and returns
 // the time until the last ends, the CPU time containerd and the snapshotter
 // used meanwhile, and the bytes the registry sent. Each pull must leave the
 // image's layers unpacked.
-func timePulls(b *testing.B, n *node.Node, reg *ociRegistry, pulls int, cmd func() *exec.Cmd) (time.Duration, time.Duration, int64) {
+func timePulls(b *testing.B, n *node.Node, reg *ociRegistry, pulls int, pull func() error) (time.Duration, time.Duration, int64) {
 	b.Helper()
 	ctx := context.Background()
 	if err := n.RemoveImages(ctx); err != nil {
@@ -155,10 +187,7 @@ func timePulls(b *testing.B, n *node.Node, reg *ociRegistry, pulls int, cmd func
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
-			c := cmd()
-			if out, err := c.CombinedOutput(); err != nil {
-				errs[i] = fmt.Errorf("%s: %w\n%s", strings.Join(c.Args, " "), err, out)
-			}
+			errs[i] = pull()
 		}()
 	}
 	wg.Wait()
