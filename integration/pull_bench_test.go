@@ -63,7 +63,6 @@ func BenchmarkPull(b *testing.B) {
 		}
 		rounds = n
 	}
-	ctx := context.Background()
 	start := time.Now()
 	reg := startRegistry(b, pullBenchImage(b))
 	image := reg.Host + "/winproc/pullbench:1"
@@ -75,58 +74,7 @@ func BenchmarkPull(b *testing.B) {
 
 	seq := node.StartWith(b, bins, node.Options{LogLevel: "warn", UnpackConcurrency: 1})
 	par := node.StartWith(b, bins, node.Options{LogLevel: "warn"})
-	run := func(cmd func() *exec.Cmd) func() error {
-		return func() error {
-			c := cmd()
-			if out, err := c.CombinedOutput(); err != nil {
-				return fmt.Errorf("%s: %w\n%s", strings.Join(c.Args, " "), err, out)
-			}
-			return nil
-		}
-	}
-	ctr := func(n *node.Node) func() error {
-		return run(func() *exec.Cmd {
-			return exec.Command(filepath.Join(n.Tools, "ctr"), "-a", n.Address, "-n", node.Namespace, "images", "pull",
-				"--platform", containerdnames.Platform, "--snapshotter", containerdnames.Snapshotter, image)
-		})
-	}
-	crictl := func(n *node.Node) func() error {
-		return run(func() *exec.Cmd { return n.CrictlCommand(ctx, "--timeout=600s", "pull", image) })
-	}
-	// The client's resolver tells, at info level, of every pull from a
-	// loopback registry that it tries HTTPS first.
-	level := log.GetLevel()
-	log.SetLevel("warn")
-	b.Cleanup(func() { log.SetLevel(level.String()) })
-	client, err := containerd.New(par.Address, containerd.WithDefaultNamespace(node.Namespace))
-	if err != nil {
-		b.Fatal(err)
-	}
-	defer client.Close()
-	// The Go client's pull unpacks with containerd's unpacker in this
-	// process, where no lock of containerd's keeps two pulls from
-	// extracting a layer twice.
-	clientPull := func() error {
-		resolver := docker.NewResolver(docker.ResolverOptions{Hosts: config.ConfigureHosts(ctx, config.HostOptions{})})
-		_, err := client.Pull(ctx, image, containerd.WithResolver(resolver), containerd.WithPullUnpack,
-			containerd.WithPlatform(containerdnames.Platform), containerd.WithPullSnapshotter(containerdnames.Snapshotter))
-		return err
-	}
-	figures := []struct {
-		name  string
-		n     *node.Node
-		pulls int
-		pull  func() error
-	}{
-		{"sequential ctr", seq, 1, ctr(seq)},
-		{"parallel ctr", par, 1, ctr(par)},
-		{"sequential crictl", seq, 1, crictl(seq)},
-		{"parallel crictl", par, 1, crictl(par)},
-		{"parallel ctr x2", par, 2, ctr(par)},
-		{"parallel crictl x2", par, 2, crictl(par)},
-		{"client pull", par, 1, clientPull},
-		{"client pull x2", par, 2, clientPull},
-	}
+	figures := pullFigures(b, seq, par, image)
 	times := map[string][]time.Duration{}
 	for r := range rounds {
 		for i := range figures {
@@ -154,6 +102,67 @@ func BenchmarkPull(b *testing.B) {
 	b.ReportMetric(med("parallel ctr x2")/med("parallel ctr"), "ctr-2pulls-ratio")
 	b.ReportMetric(med("parallel crictl x2")/med("parallel crictl"), "crictl-2pulls-ratio")
 	b.ReportMetric(med("client pull x2")/med("client pull"), "client-2pulls-ratio")
+}
+
+// pullFigure is a figure of BenchmarkPull: pulls at once of pull on n.
+type pullFigure struct {
+	name  string
+	n     *node.Node
+	pulls int
+	pull  func() error
+}
+
+// pullFigures are BenchmarkPull's figures, pulling image into the
+// sequential node seq and the parallel node par.
+func pullFigures(b *testing.B, seq, par *node.Node, image string) []pullFigure {
+	ctx := context.Background()
+	run := func(cmd func() *exec.Cmd) func() error {
+		return func() error {
+			c := cmd()
+			if out, err := c.CombinedOutput(); err != nil {
+				return fmt.Errorf("%s: %w\n%s", strings.Join(c.Args, " "), err, out)
+			}
+			return nil
+		}
+	}
+	ctr := func(n *node.Node) func() error {
+		return run(func() *exec.Cmd {
+			return exec.Command(filepath.Join(n.Tools, "ctr"), "-a", n.Address, "-n", node.Namespace, "images", "pull",
+				"--platform", containerdnames.Platform, "--snapshotter", containerdnames.Snapshotter, image)
+		})
+	}
+	crictl := func(n *node.Node) func() error {
+		return run(func() *exec.Cmd { return n.CrictlCommand(ctx, "--timeout=600s", "pull", image) })
+	}
+	// The client's resolver tells, at info level, of every pull from a
+	// loopback registry that it tries HTTPS first.
+	level := log.GetLevel()
+	log.SetLevel("warn")
+	b.Cleanup(func() { log.SetLevel(level.String()) })
+	client, err := containerd.New(par.Address, containerd.WithDefaultNamespace(node.Namespace))
+	if err != nil {
+		b.Fatal(err)
+	}
+	b.Cleanup(func() { client.Close() })
+	// The Go client's pull unpacks with containerd's unpacker in this
+	// process, where no lock of containerd's keeps two pulls from
+	// extracting a layer twice.
+	clientPull := func() error {
+		resolver := docker.NewResolver(docker.ResolverOptions{Hosts: config.ConfigureHosts(ctx, config.HostOptions{})})
+		_, err := client.Pull(ctx, image, containerd.WithResolver(resolver), containerd.WithPullUnpack,
+			containerd.WithPlatform(containerdnames.Platform), containerd.WithPullSnapshotter(containerdnames.Snapshotter))
+		return err
+	}
+	return []pullFigure{
+		{"sequential ctr", seq, 1, ctr(seq)},
+		{"parallel ctr", par, 1, ctr(par)},
+		{"sequential crictl", seq, 1, crictl(seq)},
+		{"parallel crictl", par, 1, crictl(par)},
+		{"parallel ctr x2", par, 2, ctr(par)},
+		{"parallel crictl x2", par, 2, crictl(par)},
+		{"client pull", par, 1, clientPull},
+		{"client pull x2", par, 2, clientPull},
+	}
 }
 
 // timePulls removes n's images (and with them, at garbage collection, its
