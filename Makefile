@@ -10,7 +10,7 @@ LDFLAGS     := -s -w -X github.com/winproc/winproc/internal/version.Version=$(VE
 # Every main package lives in cmd/<binary>.
 COMMANDS := $(notdir $(wildcard cmd/*))
 # Packages whose Windows test binaries run under Wine.
-WINE_TEST_PACKAGES := ./pause/... ./wincat/... ./shim/hcs/... ./shim/compute/... ./shim/specconv/... ./shim/winpath/... ./internal/wincmdline/... ./cmd/winproc-testapp/... ./cmd/winproc-snapshotter/... ./snapshotter/layertar/... ./winbuild/... ./internal/containerdconn/... ./shim/process/...
+WINE_TEST_PACKAGES := ./pause/... ./wincat/... ./shim/hcs/... ./shim/jobcontainer/... ./shim/scratch/... ./shim/relay/... ./shim/record/... ./shim/compute/... ./shim/specconv/... ./shim/winpath/... ./internal/wincmdline/... ./cmd/winproc-testapp/... ./cmd/winproc-snapshotter/... ./snapshotter/layertar/... ./winbuild/... ./internal/containerdconn/... ./shim/process/...
 
 export WINPROC_WINE_PREFIX := $(WINE_PREFIX)
 export WINPROC_TOOLS := $(TOOLS_DIR)/bin
@@ -64,9 +64,10 @@ unit:
 # time with a stack move at every function entry: a pointer converted to
 # uintptr outside the system call's expression then goes stale (Go's
 # unsafe.Pointer rule 4), where an ordinary run almost never shows it.
-# shim/hcs's TestComputecoreBindingUnderWine (in `unit`) does the same
-# with the stand-in computecore.dll.
-BINDING_PACKAGES := ./shim/hcs/...
+# shim/hcs's TestComputecoreBindingUnderWine and shim/jobcontainer's
+# TestJobObjectsUnderWine (in `unit`) do the same, with the stand-in
+# computecore.dll and with real job objects.
+BINDING_PACKAGES := ./shim/hcs/... ./shim/jobcontainer/...
 MOVE_STACKS := -gcflags=all=-d=maymorestack=runtime.mayMoreStackMove
 
 wine-test:

@@ -59,6 +59,11 @@ type Node struct {
 	// NetNSUnderState has containerd mount pods' network namespaces below
 	// its state directory instead of /var/run/netns (Linux only).
 	NetNSUnderState bool
+	// DefaultHandler makes Handler containerd's default CRI handler, the one
+	// pods with no RuntimeClass run on: kube-proxy, CNI plugins, csi-proxy
+	// and node agents run as HostProcess DaemonSets that name none, so
+	// winproc runs them only as the default.
+	DefaultHandler bool
 	// DisablePauseImagePull keeps containerd from pulling the pause image
 	// before each pod, for nodes whose pause image is imported (no
 	// registry) or pinned by the operator.
@@ -186,23 +191,43 @@ func unpackConcurrency(n Node) (int, error) {
 	return DefaultUnpackConcurrency, nil
 }
 
-// Generate returns the config as TOML.
-func Generate(n Node) ([]byte, error) {
+// parallelUnpack lets the transfer service extract unpacks layers at once.
+// containerd's unpacker extracts layers in parallel only with an unpack
+// limiter (the transfer service's max_concurrent_unpacks) and a snapshotter
+// that can take a layer's parent at commit (core/unpack/unpacker.go,
+// supportParallel).
+func (f *file) parallelUnpack(unpacks int) {
+	sn := f.ProxyPlugins[containerdnames.Snapshotter]
+	sn.Capabilities = []string{snapshots.RebaseCap}
+	f.ProxyPlugins[containerdnames.Snapshotter] = sn
+	f.Plugins["io.containerd.transfer.v1.local"].(map[string]any)["max_concurrent_unpacks"] = unpacks
+}
+
+// check refuses a node the config cannot be made for.
+func (n Node) check() error {
 	if n.Handler == "" {
-		return nil, fmt.Errorf("containerd config: a runtime handler name is required")
+		return fmt.Errorf("containerd config: a runtime handler name is required")
 	}
 	if n.SnapshotterAddress == "" {
-		return nil, fmt.Errorf("containerd config: the snapshotter address is required")
+		return fmt.Errorf("containerd config: the snapshotter address is required")
 	}
 	switch n.OS {
 	case "windows", "linux":
 	default:
-		return nil, fmt.Errorf("containerd config: node OS %q: use \"windows\" or \"linux\"", n.OS)
+		return fmt.Errorf("containerd config: node OS %q: use \"windows\" or \"linux\"", n.OS)
 	}
 	switch n.Sandboxer {
 	case "shim", "podsandbox":
 	default:
-		return nil, fmt.Errorf("containerd config: sandboxer %q: use \"shim\" or \"podsandbox\"", n.Sandboxer)
+		return fmt.Errorf("containerd config: sandboxer %q: use \"shim\" or \"podsandbox\"", n.Sandboxer)
+	}
+	return nil
+}
+
+// Generate returns the config as TOML.
+func Generate(n Node) ([]byte, error) {
+	if err := n.check(); err != nil {
+		return nil, err
 	}
 	unpacks, err := unpackConcurrency(n)
 	if err != nil {
@@ -248,14 +273,7 @@ func Generate(n Node) ([]byte, error) {
 		},
 	}
 	if unpacks > 1 {
-		// containerd's unpacker extracts layers in parallel only with an
-		// unpack limiter (the transfer service's max_concurrent_unpacks)
-		// and a snapshotter that can take a layer's parent at commit
-		// (core/unpack/unpacker.go, supportParallel).
-		sn := f.ProxyPlugins[containerdnames.Snapshotter]
-		sn.Capabilities = []string{snapshots.RebaseCap}
-		f.ProxyPlugins[containerdnames.Snapshotter] = sn
-		f.Plugins["io.containerd.transfer.v1.local"].(map[string]any)["max_concurrent_unpacks"] = unpacks
+		f.parallelUnpack(unpacks)
 	}
 	if n.Sandboxer == "podsandbox" {
 		// containerd then creates the pause container itself, from the
@@ -268,6 +286,9 @@ func Generate(n Node) ([]byte, error) {
 		f.Plugins["io.containerd.cri.v1.images"].(map[string]any)["snapshotter"] = containerdnames.Snapshotter
 	}
 	criRuntime := f.Plugins["io.containerd.cri.v1.runtime"].(map[string]any)
+	if n.DefaultHandler {
+		criRuntime["containerd"].(map[string]any)["default_runtime_name"] = n.Handler
+	}
 	if len(n.CNIBinDirs) > 0 || n.CNIConfDir != "" {
 		criRuntime["cni"] = cniSection{BinDirs: n.CNIBinDirs, ConfDir: n.CNIConfDir}
 	}

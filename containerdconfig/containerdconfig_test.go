@@ -221,3 +221,29 @@ func lookup(tree map[string]any, path []string) any {
 	}
 	return cur
 }
+
+// DefaultHandler makes the handler the CRI's default, the handler of the
+// pods that name no RuntimeClass (the node's HostProcess DaemonSets).
+func TestGenerateDefaultHandler(t *testing.T) {
+	for _, on := range []bool{false, true} {
+		n := Windows()
+		n.DefaultHandler = on
+		out, err := Generate(n)
+		if err != nil {
+			t.Fatal(err)
+		}
+		var tree map[string]any
+		if err := toml.Unmarshal(out, &tree); err != nil {
+			t.Fatal(err)
+		}
+		got := lookup(tree, []string{"plugins", "io.containerd.cri.v1.runtime", "containerd", "default_runtime_name"})
+		if want := any(nil); on {
+			want = "winproc"
+			if got != want {
+				t.Errorf("default_runtime_name = %#v, want %#v", got, want)
+			}
+		} else if got != want {
+			t.Errorf("without DefaultHandler: default_runtime_name = %#v", got)
+		}
+	}
+}

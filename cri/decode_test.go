@@ -137,10 +137,9 @@ func TestFromCreateSandbox(t *testing.T) {
 	if _, err := FromCreateSandbox(req.GetOptions(), "not-a-namespace"); !errdefs.IsInvalidArgument(err) || !strings.Contains(err.Error(), "netns_path") {
 		t.Fatalf("bad netns: %v", err)
 	}
-	hp := kubeletWindowsConfig()
-	hp.Windows.SecurityContext.HostProcess = true
-	req = containerdOptions(t, hp, "")
-	if _, err := FromCreateSandbox(req.GetOptions(), ""); !errdefs.IsNotImplemented(err) {
-		t.Fatalf("HostProcess: %v", err)
+	// A HostProcess pod has the host's network: no netns_path.
+	req = containerdOptions(t, kubeletHostProcessConfig(), "")
+	if pod, err := FromCreateSandbox(req.GetOptions(), ""); err != nil || !pod.HostProcess || pod.Network.Namespace != "" {
+		t.Fatalf("HostProcess: %+v, %v", pod, err)
 	}
 }

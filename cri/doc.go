@@ -81,10 +81,14 @@
 //     non-HostProcess pods and still gives the pod an HCN namespace; on
 //     Linux, containerd then makes the pod no network namespace. The pod's
 //     network is whatever NetnsPath says.
-//   - HostProcess pods are refused with errdefs.ErrNotImplemented and a
-//     message saying to use a runhcs RuntimeClass; a HostProcess container
-//     in an ordinary pod is refused at task create, from its spec's
-//     annotation (shim/specconv).
+//   - HostProcess pods (windows.security_context.host_process) are
+//     accepted as the kubelet makes them: with the host's network (network
+//     mode NODE, else refused naming spec.hostNetwork) and no gMSA (their
+//     processes run as host accounts). Their hostname is the node's (none
+//     is set); DNS settings and port mappings are recorded, as the host's
+//     network does not take them. That every container of a HostProcess pod
+//     is HostProcess, and no container of another pod is, is checked at
+//     task create from the spec's annotation (shim/specconv).
 //   - Hostname: containerd passes config.Hostname verbatim to the spec and
 //     hcsshim to HCS. An empty hostname (hostNetwork pods, crictl) defaults
 //     to the pod name, cut like the kubelet cuts it (63 characters, no

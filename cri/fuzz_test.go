@@ -16,7 +16,7 @@ import (
 // FuzzFromCreateSandbox feeds fuzzed CreateSandboxRequest options (type URL
 // and protobuf bytes) and netns_path through FromCreateSandbox, the path a
 // sandbox's settings take from containerd into the shim. Every refusal must
-// be errdefs.ErrInvalidArgument, or ErrNotImplemented for a HostProcess pod;
+// be errdefs.ErrInvalidArgument;
 // a decoded config must re-encode to itself; an accepted pod must satisfy
 // what FromConfig promises of it and encode as the verbose status.
 func FuzzFromCreateSandbox(f *testing.F) {
@@ -112,22 +112,14 @@ func FuzzFromCreateSandbox(f *testing.F) {
 		if uerr := proto.Unmarshal(b, back); uerr != nil || !proto.Equal(back, cfg) {
 			t.Fatalf("decoded config does not round-trip: %v", uerr)
 		}
-		hostProcess := cfg.GetWindows().GetSecurityContext().GetHostProcess()
 		if err != nil {
 			switch {
 			case pod != nil:
 				t.Fatalf("FromCreateSandbox returned a pod with its error %v", err)
-			case errdefs.IsInvalidArgument(err) && errdefs.IsNotImplemented(err):
-				t.Fatalf("error of two classes: %v", err)
-			case errdefs.IsNotImplemented(err) && !hostProcess:
-				t.Fatalf("not implemented for a pod that is not HostProcess: %v", err)
-			case !errdefs.IsNotImplemented(err) && !errdefs.IsInvalidArgument(err):
+			case !errdefs.IsInvalidArgument(err):
 				t.Fatalf("unclassified error: %v", err)
 			}
 			return
-		}
-		if hostProcess {
-			t.Fatal("a HostProcess pod was accepted")
 		}
 		checkPod(t, cfg, pod, netns)
 	})
@@ -144,8 +136,10 @@ func checkPod(t *testing.T, cfg *runtime.PodSandboxConfig, pod *Pod, netns strin
 		t.Fatal("pod.Config is not a copy of the config")
 	case pod.Network.Namespace != netns:
 		t.Fatalf("network namespace %q, want %q", pod.Network.Namespace, netns)
-	case pod.HostProcess:
-		t.Fatal("HostProcess pod accepted")
+	case pod.HostProcess != cfg.GetWindows().GetSecurityContext().GetHostProcess():
+		t.Fatal("the pod's HostProcess flag is not the config's")
+	case pod.HostProcess && (!pod.Network.HostNetwork || pod.Hostname != "" || pod.GMSA != nil):
+		t.Fatalf("a HostProcess pod without the host's network, or with a hostname or gMSA: %+v", pod)
 	}
 
 	hostNetwork := cfg.GetLinux().GetSecurityContext().GetNamespaceOptions().GetNetwork() == runtime.NamespaceMode_NODE ||

@@ -6,7 +6,6 @@ import (
 	"regexp"
 	"strings"
 
-	"github.com/containerd/errdefs"
 	"github.com/containerd/typeurl/v2"
 	"google.golang.org/protobuf/proto"
 	runtime "k8s.io/cri-api/pkg/apis/runtime/v1"
@@ -41,8 +40,9 @@ type Pod struct {
 	RunAsUserName string `json:"runAsUserName,omitempty"`
 	// GMSA is the pod's group managed service account; nil for none.
 	GMSA *GMSA `json:"gmsa,omitempty"`
-	// HostProcess is the pod's HostProcess flag. FromConfig refuses
-	// HostProcess pods, so it is false for every pod it returns.
+	// HostProcess is the pod's HostProcess flag: its containers are
+	// HostProcess containers, processes on the host in job objects, with
+	// the host's network and no pause silo.
 	HostProcess bool `json:"hostProcess"`
 
 	Resources Resources `json:"resources"`
@@ -137,9 +137,8 @@ func FromCreateSandbox(options typeurl.Any, netnsPath string) (*Pod, error) {
 	return p, nil
 }
 
-// FromConfig validates a PodSandboxConfig for a Windows process-isolated
-// pod and returns its settings. A HostProcess pod is
-// errdefs.ErrNotImplemented; anything else wrong is one
+// FromConfig validates a PodSandboxConfig for a Windows pod, process
+// isolated or HostProcess, and returns its settings. Anything wrong is one
 // errdefs.ErrInvalidArgument error listing every problem, each naming the
 // pod spec field and the fix.
 func FromConfig(cfg *runtime.PodSandboxConfig) (*Pod, error) {
@@ -165,12 +164,7 @@ func FromConfig(cfg *runtime.PodSandboxConfig) (*Pod, error) {
 	}
 
 	wsc := cfg.GetWindows().GetSecurityContext()
-	if wsc.GetHostProcess() {
-		return nil, fmt.Errorf("pod %s is a HostProcess pod (spec.securityContext.windowsOptions.hostProcess: true, "+
-			"CRI windows.security_context.host_process): winproc runs process-isolated containers only; "+
-			"run HostProcess pods with a RuntimeClass whose handler uses containerd's runhcs runtime (io.containerd.runhcs.v1), "+
-			"or remove hostProcess: %w", pod.ref(), errdefs.ErrNotImplemented)
-	}
+	pod.HostProcess = wsc.GetHostProcess()
 
 	var p problems
 	pod.Network.HostNetwork = checkLinux(cfg.GetLinux(), &p)
@@ -178,7 +172,11 @@ func FromConfig(cfg *runtime.PodSandboxConfig) (*Pod, error) {
 	if checkWindowsNamespaces(wsc.GetNamespaceOptions(), &p) {
 		pod.Network.HostNetwork = true
 	}
-	pod.Hostname, pod.HostnameDefaulted = hostnameFrom(cfg.GetHostname(), pod.Name, &p)
+	if pod.HostProcess {
+		checkHostProcess(cfg, pod, &p)
+	} else {
+		pod.Hostname, pod.HostnameDefaulted = hostnameFrom(cfg.GetHostname(), pod.Name, &p)
+	}
 	pod.DNS = dnsFrom(cfg.GetDnsConfig(), &p)
 	pod.Network.PortMappings = portMappingsFrom(cfg.GetPortMappings(), &p)
 	pod.RunAsUserName = runAsUserNameFrom(wsc.GetRunAsUsername(), &p)
@@ -225,5 +223,23 @@ func (p problems) err(pod *Pod) error {
 	if len(p) == 0 {
 		return nil
 	}
-	return invalid("pod %s cannot run as a Windows process-isolated pod: %s", pod.ref(), strings.Join(p, "; "))
+	kind := "a Windows process-isolated pod"
+	if pod.HostProcess {
+		kind = "a Windows HostProcess pod"
+	}
+	return invalid("pod %s cannot run as %s: %s", pod.ref(), kind, strings.Join(p, "; "))
+}
+
+// checkHostProcess holds a HostProcess pod to what the kubelet requires of
+// one: the host's network, and no identity but a host account. Its
+// containers run on the host, so the pod has no hostname of its own (the
+// node's is theirs), and its DNS settings and port mappings, which the
+// host's network does not take, are recorded only.
+func checkHostProcess(cfg *runtime.PodSandboxConfig, pod *Pod, p *problems) {
+	if !pod.Network.HostNetwork {
+		p.add("a HostProcess pod runs in the host's network: set spec.hostNetwork: true (CRI linux.security_context.namespace_options.network NODE)")
+	}
+	if cfg.GetWindows().GetSecurityContext().GetCredentialSpec() != "" {
+		p.add("spec.securityContext.windowsOptions.gmsaCredentialSpec (CRI windows.security_context.credential_spec) does not apply to a HostProcess pod, whose processes run as host accounts: remove it, or run the pod as a process-isolated pod")
+	}
 }

@@ -535,27 +535,49 @@ func TestGMSA(t *testing.T) {
 	}
 }
 
-func TestHostProcessPodRefused(t *testing.T) {
-	// What the kubelet sends for a HostProcess pod: hostNetwork, no
-	// hostname, HostProcess set.
-	cfg := withConfig(func(c *runtime.PodSandboxConfig) {
+// kubeletHostProcessConfig is what the kubelet sends for a HostProcess
+// pod: hostNetwork, no hostname, HostProcess set, a host account.
+func kubeletHostProcessConfig() *runtime.PodSandboxConfig {
+	return withConfig(func(c *runtime.PodSandboxConfig) {
 		c.Hostname = ""
 		secCtx(c).NamespaceOptions.Network = runtime.NamespaceMode_NODE
-		c.Windows.SecurityContext.HostProcess = true
+		c.Windows.SecurityContext = &runtime.WindowsSandboxSecurityContext{HostProcess: true, RunAsUsername: `NT AUTHORITY\SYSTEM`}
 	})
-	pod, err := FromConfig(cfg)
-	if !errdefs.IsNotImplemented(err) || pod != nil {
-		t.Fatalf("FromConfig = %v, %v; want not implemented", pod, err)
+}
+
+func TestHostProcessPod(t *testing.T) {
+	pod, err := FromConfig(kubeletHostProcessConfig())
+	if err != nil {
+		t.Fatal(err)
 	}
-	for _, w := range []string{`"shop/web-0"`, "spec.securityContext.windowsOptions.hostProcess: true", "runhcs", "remove hostProcess"} {
-		if !strings.Contains(err.Error(), w) {
-			t.Errorf("error %q does not contain %q", err, w)
-		}
+	if !pod.HostProcess || !pod.Network.HostNetwork || pod.Hostname != "" || pod.HostnameDefaulted || pod.RunAsUserName != `NT AUTHORITY\SYSTEM` || pod.GMSA != nil {
+		t.Errorf("pod %+v", pod)
 	}
-	// HostProcess wins over the other problems: it is the one to fix.
-	secCtx(cfg).Privileged = true
-	if _, err := FromConfig(cfg); !errdefs.IsNotImplemented(err) {
-		t.Fatalf("HostProcess and privileged: %v", err)
+	for _, tc := range []struct {
+		name   string
+		change func(*runtime.PodSandboxConfig)
+		want   []string
+	}{
+		{"pod network", func(c *runtime.PodSandboxConfig) { secCtx(c).NamespaceOptions.Network = runtime.NamespaceMode_POD },
+			[]string{"HostProcess pod", "spec.hostNetwork: true"}},
+		{"gMSA", func(c *runtime.PodSandboxConfig) { c.Windows.SecurityContext.CredentialSpec = credSpec },
+			[]string{"gmsaCredentialSpec", "HostProcess pod"}},
+		{"privileged too", func(c *runtime.PodSandboxConfig) { secCtx(c).Privileged = true },
+			[]string{"spec.containers[*].securityContext.privileged"}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			cfg := kubeletHostProcessConfig()
+			tc.change(cfg)
+			pod, err := FromConfig(cfg)
+			if !errdefs.IsInvalidArgument(err) || pod != nil {
+				t.Fatalf("FromConfig = %v, %v; want invalid argument", pod, err)
+			}
+			for _, w := range append(tc.want, `"shop/web-0"`, "Windows HostProcess pod") {
+				if !strings.Contains(err.Error(), w) {
+					t.Errorf("error %q does not contain %q", err, w)
+				}
+			}
+		})
 	}
 }
 

@@ -14,7 +14,25 @@ func (local) DirAccess(path string) (DirAccess, error) {
 	if err != nil {
 		return DirAccess{}, err
 	}
-	return accessOf(sd)
+	return accessOf(sd, adminSelf())
+}
+
+// adminSelf is the account doctor runs as, when that account is an
+// administrator (doctor runs elevated): a directory it owns is the
+// administrators'. nil when doctor runs as another account.
+func adminSelf() *windows.SID {
+	ba, err := windows.CreateWellKnownSid(windows.WinBuiltinAdministratorsSid)
+	if err != nil {
+		return nil
+	}
+	if ok, err := windows.Token(0).IsMember(ba); err != nil || !ok {
+		return nil
+	}
+	u, err := windows.GetCurrentProcessToken().GetTokenUser()
+	if err != nil {
+		return nil
+	}
+	return u.User.Sid
 }
 
 // changeRights are the rights on a directory that let a holder change what
@@ -34,8 +52,12 @@ const fileDeleteChild = 0x40
 var trustedSIDs = []string{"S-1-5-32-544", "S-1-5-18", "S-1-5-80-956008885-3418522649-1831038044-1853292631-2271478464", "S-1-3-0"}
 
 // accessOf reads the owner and the allowing entries of a directory's
-// security descriptor.
-func accessOf(sd *windows.SECURITY_DESCRIPTOR) (DirAccess, error) {
+// security descriptor; admin, when not nil, is trusted as Administrators
+// are.
+func accessOf(sd *windows.SECURITY_DESCRIPTOR, admin *windows.SID) (DirAccess, error) {
+	trusted := func(sid *windows.SID) bool {
+		return trustedSID(sid) || (admin != nil && windows.EqualSid(sid, admin))
+	}
 	var a DirAccess
 	owner, _, err := sd.Owner()
 	if err != nil {
@@ -85,7 +107,7 @@ func accessOf(sd *windows.SECURITY_DESCRIPTOR) (DirAccess, error) {
 	return a, nil
 }
 
-func trusted(sid *windows.SID) bool {
+func trustedSID(sid *windows.SID) bool {
 	for _, s := range trustedSIDs {
 		if t, err := windows.StringToSid(s); err == nil && windows.EqualSid(sid, t) {
 			return true

@@ -30,7 +30,7 @@ func TestAccessOf(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			got, err := accessOf(sd)
+			got, err := accessOf(sd, nil)
 			if err != nil {
 				t.Fatal(err)
 			}

@@ -40,6 +40,9 @@ type Config struct {
 	ProxyPlugins map[string]ProxyPlugin
 	// Runtimes are the CRI runtime handlers by name.
 	Runtimes map[string]Runtime
+	// DefaultRuntime is the CRI's default_runtime_name: the handler of
+	// pods that name no RuntimeClass ("" for containerd's default).
+	DefaultRuntime string
 	// Snapshotter is the CRI image service's default snapshotter ("" for
 	// containerd's platform default), SandboxImage its pinned sandbox
 	// image ("" for containerd's default).
@@ -97,6 +100,8 @@ type Runtime struct {
 	// configs); "" means containerd's default, podsandbox.
 	Sandboxer   string
 	Snapshotter string
+	// PodAnnotations are the pod annotations containerd passes the shim.
+	PodAnnotations []string
 	// Options is the handler's options table, passed to the shim as is.
 	Options map[string]any
 }
@@ -349,14 +354,17 @@ func mergeConfig(raws []rawFile) *Config {
 		m := asMap(v)
 		c.ProxyPlugins[name] = ProxyPlugin{Type: asString(m["type"]), Address: asString(m["address"]), Platform: asString(m["platform"]), Root: asString(asMap(m["exports"])["root"]), Capabilities: asStrings(m["capabilities"])}
 	}
-	for name, v := range asMap(asMap(asMap(plugins[pluginCRIRun])["containerd"])["runtimes"]) {
+	criContainerd := asMap(asMap(plugins[pluginCRIRun])["containerd"])
+	c.DefaultRuntime = asString(criContainerd["default_runtime_name"])
+	for name, v := range asMap(criContainerd["runtimes"]) {
 		m := asMap(v)
 		c.Runtimes[name] = Runtime{
-			RuntimeType: asString(m["runtime_type"]),
-			RuntimePath: asString(m["runtime_path"]),
-			Sandboxer:   asString(m["sandboxer"]),
-			Snapshotter: asString(m["snapshotter"]),
-			Options:     asMap(m["options"]),
+			RuntimeType:    asString(m["runtime_type"]),
+			RuntimePath:    asString(m["runtime_path"]),
+			Sandboxer:      asString(m["sandboxer"]),
+			Snapshotter:    asString(m["snapshotter"]),
+			PodAnnotations: asStrings(m["pod_annotations"]),
+			Options:        asMap(m["options"]),
 		}
 	}
 	images := asMap(plugins[pluginCRIImages])

@@ -99,6 +99,7 @@ const (
 	CheckPauseImage   = "pause image"
 	CheckRuntimeClass = "runtimeclass"
 	CheckStateDirs    = "state dirs"
+	CheckHostProcess  = "hostprocess"
 )
 
 // DefaultHandler is the runtime handler name the checks look for.
@@ -168,6 +169,7 @@ func Run(ctx context.Context, o Options) *Report {
 	d.checkPlugins(ctx)
 	d.checkPauseImage(ctx)
 	d.checkStateDirs()
+	d.checkHostProcess()
 	if len(o.RuntimeClasses) > 0 {
 		d.checkRuntimeClasses()
 	}

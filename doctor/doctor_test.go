@@ -263,7 +263,7 @@ func TestDoctorRunHealthy(t *testing.T) {
 			t.Errorf("%s: %s %q, fix %q", c.Name, c.Status, c.Summary, c.Fix)
 		}
 	}
-	want := []string{CheckConfig, CheckHandler, CheckProxyPlugins, CheckUnpack, CheckShim, CheckContainerd, CheckSnapshotter, CheckPlugins, CheckPauseImage, CheckStateDirs}
+	want := []string{CheckConfig, CheckHandler, CheckProxyPlugins, CheckUnpack, CheckShim, CheckContainerd, CheckSnapshotter, CheckPlugins, CheckPauseImage, CheckStateDirs, CheckHostProcess}
 	if fmt.Sprint(names) != fmt.Sprint(want) {
 		t.Errorf("checks %v, want %v", names, want)
 	}
@@ -278,7 +278,7 @@ func TestDoctorRunHealthy(t *testing.T) {
 		"OK    handler        winproc: runtime_type io.containerd.winproc.v2, sandboxer shim, snapshotter windowsfilter\n",
 		"      pause_image example.com/winproc/pause:test\n",
 		"OK    state dirs     administrators only: /var/lib/winproc-snapshotter\n",
-		"\n10 checks: 0 failed, 0 warnings\n",
+		"\n11 checks: 0 failed, 0 warnings\n",
 	} {
 		if !strings.Contains(text.String(), want) {
 			t.Errorf("text output lacks %q", want)

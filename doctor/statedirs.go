@@ -38,7 +38,7 @@ func (d *run) stateDirs() []string {
 	}
 	dirs := []string{root}
 	if d.goos == "windows" {
-		dirs = append(dirs, containerdnames.StateRootWindows, containerdnames.ShimStateDirWindows)
+		dirs = append(dirs, containerdnames.StateRootWindows, containerdnames.ShimStateDirWindows, containerdnames.JobContainerStateDirWindows)
 	}
 	slices.Sort(dirs)
 	return slices.Compact(dirs)
@@ -62,7 +62,6 @@ func (d *run) checkStateDirs() {
 			problems = append(problems, issue{Warn, fmt.Sprintf("cannot read who may use %s: %v", dir, err), nil})
 			continue
 		}
-		checked = append(checked, dir)
 		var who []string
 		if a.Owner != "" {
 			who = append(who, "its owner "+a.Owner)
@@ -73,11 +72,13 @@ func (d *run) checkStateDirs() {
 			problems = append(problems, issue{Fail, fmt.Sprintf("%s can be changed by %s", dir, strings.Join(who, ", ")), d.stateDirFix(dir)})
 		case len(a.Read) > 0:
 			problems = append(problems, issue{Warn, fmt.Sprintf("%s can be read by %s", dir, strings.Join(a.Read, ", ")), d.stateDirFix(dir)})
+		default:
+			checked = append(checked, dir)
 		}
 	}
-	r.Summary = "administrators only: " + strings.Join(checked, ", ")
-	if len(checked) == 0 {
-		r.Summary = "none made yet"
+	r.Summary = "none made yet"
+	if len(checked) > 0 {
+		r.Summary = "administrators only: " + strings.Join(checked, ", ")
 	}
 	applyIssues(&r, problems)
 	d.add(r)

@@ -13,26 +13,28 @@ import (
 	"github.com/winproc/winproc/shim/options"
 )
 
-var update = flag.Bool("update", false, "rewrite "+FragmentFile+" from Fragment")
+var update = flag.Bool("update", false, "rewrite "+FragmentFile+" and "+DefaultFragmentFile+" from Fragment")
 
 // The shipped fragment is the generator's output.
 func TestFragmentUpToDate(t *testing.T) {
-	want, err := Fragment()
-	if err != nil {
-		t.Fatal(err)
-	}
-	if *update {
-		if err := os.WriteFile(FragmentFile, want, 0o644); err != nil {
+	for file, defaultHandler := range map[string]bool{FragmentFile: false, DefaultFragmentFile: true} {
+		want, err := Fragment(defaultHandler)
+		if err != nil {
 			t.Fatal(err)
 		}
-		return
-	}
-	got, err := os.ReadFile(FragmentFile)
-	if err != nil {
-		t.Fatalf("%v: run go test ./install -run TestFragmentUpToDate -update", err)
-	}
-	if !bytes.Equal(got, want) {
-		t.Errorf("%s is out of date: run go test ./install -run TestFragmentUpToDate -update\n--- want\n%s", FragmentFile, want)
+		if *update {
+			if err := os.WriteFile(file, want, 0o644); err != nil {
+				t.Fatal(err)
+			}
+			continue
+		}
+		got, err := os.ReadFile(file)
+		if err != nil {
+			t.Fatalf("%v: run go test ./install -run TestFragmentUpToDate -update", err)
+		}
+		if !bytes.Equal(got, want) {
+			t.Errorf("%s is out of date: run go test ./install -run TestFragmentUpToDate -update\n--- want\n%s", file, want)
+		}
 	}
 }
 
@@ -41,7 +43,7 @@ func TestFragmentUpToDate(t *testing.T) {
 // the node's own config (a fragment must not move containerd's sockets or
 // directories).
 func TestFragmentContent(t *testing.T) {
-	b, err := Fragment()
+	b, err := Fragment(false)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -107,7 +109,7 @@ func TestFragmentMergesIntoNodeConfig(t *testing.T) {
 		t.Skip("WINPROC_TOOLS is not set: run through `make test`, or point it at `make tools`' directory")
 	}
 	dir := t.TempDir()
-	fragment, err := Fragment()
+	fragment, err := Fragment(false)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -31,6 +31,11 @@ Directory holding containerd-shim-winproc-v2.exe, winproc-snapshotter.exe, winpr
 pause.exe, wincat.exe (from `make windows`) and containerd-winproc.toml. Default: this
 script's directory.
 
+.PARAMETER DefaultHandler
+Make winproc containerd's default runtime handler (containerd-winproc-default.toml): pods
+that name no RuntimeClass, as the node's HostProcess DaemonSets (kube-proxy, CNI plugins,
+csi-proxy) do, then run on winproc.
+
 .PARAMETER ContainerdConfig
 containerd's config file. Default: the --config of the containerd service, else
 C:\Program Files\containerd\config.toml.
@@ -47,6 +52,7 @@ param(
     [string] $SnapshotterRoot = (Join-Path $env:ProgramData 'winproc\snapshotter'),
     [string] $ContainerdConfig,
     [switch] $SnapshotterAsTask,
+    [switch] $DefaultHandler,
     [switch] $SkipRuntimeClass,
     [switch] $SkipSmokeTest
 )
@@ -62,6 +68,8 @@ $SnapshotterPipe = '\\.\pipe\ProtectedPrefix\Administrators\winproc-snapshotter'
 $ContainerdPipe = '\\.\pipe\containerd-containerd'
 $PauseImage = 'winproc.local/pause:node'
 $FragmentFile = 'containerd-winproc.toml'
+# With -DefaultHandler this fragment is installed as $FragmentFile instead.
+$DefaultFragmentFile = 'containerd-winproc-default.toml'
 $Namespace = 'k8s.io'
 
 function Write-Step([string] $Message) {
@@ -165,7 +173,7 @@ function Get-Node {
     Write-Host "    $version"
     Write-Host "    config $config"
 
-    foreach ($f in 'containerd-shim-winproc-v2.exe', 'winproc-snapshotter.exe', 'winproc.exe', 'pause.exe', 'wincat.exe', $FragmentFile) {
+    foreach ($f in 'containerd-shim-winproc-v2.exe', 'winproc-snapshotter.exe', 'winproc.exe', 'pause.exe', 'wincat.exe', $FragmentFile, $DefaultFragmentFile) {
         if (-not (Test-Path (Join-Path $Source $f))) {
             throw "$f is not in $Source (-Source): build the Windows binaries with 'make windows' and copy bin\windows\*.exe and install\* there."
         }
@@ -284,7 +292,8 @@ function Merge-Config($Node) {
     $confD = Join-Path $Node.Dir 'conf.d'
     $fragment = Join-Path $confD $FragmentFile
     New-Item -ItemType Directory -Force -Path $confD | Out-Null
-    Copy-Item (Join-Path $Source $FragmentFile) $fragment -Force
+    $from = if ($DefaultHandler) { $DefaultFragmentFile } else { $FragmentFile }
+    Copy-Item (Join-Path $Source $from) $fragment -Force
     Write-Host "    $fragment"
 
     $exists = Test-Path $Node.Config
@@ -309,6 +318,9 @@ function Merge-Config($Node) {
         $dump = (Invoke-Native $Node.Containerd @('--config', $Node.Config, 'config', 'dump')) -join "`n"
         if ($dump -notmatch 'io\.containerd\.winproc\.v2' -or $dump -notmatch [regex]::Escape($SnapshotterPipe)) {
             throw "containerd config dump does not show the winproc handler and snapshotter."
+        }
+        if ($DefaultHandler -and $dump -notmatch "default_runtime_name\s*=\s*[`"']$Handler[`"']") {
+            throw "containerd config dump does not show $Handler as the default handler (another import or config.toml sets default_runtime_name after it)."
         }
     } catch {
         if ($backup) { Copy-Item $backup $Node.Config -Force } else { Remove-Item $Node.Config }

@@ -64,3 +64,24 @@ func TestScriptStateIsAdministratorsOnly(t *testing.T) {
 		t.Error("install.ps1 makes the snapshotter's root with New-Item, which inherits ProgramData's access for every user")
 	}
 }
+
+// -DefaultHandler installs the fragment that makes winproc the default
+// handler, under the usual name, and checks containerd took it.
+func TestScriptDefaultHandler(t *testing.T) {
+	b, err := os.ReadFile("install.ps1")
+	if err != nil {
+		t.Fatal(err)
+	}
+	script := string(b)
+	for _, want := range []string{
+		"$FragmentFile = '" + FragmentFile + "'",
+		"$DefaultFragmentFile = '" + DefaultFragmentFile + "'",
+		"[switch] $DefaultHandler",
+		"$from = if ($DefaultHandler) { $DefaultFragmentFile } else { $FragmentFile }",
+		"default_runtime_name",
+	} {
+		if !strings.Contains(script, want) {
+			t.Errorf("install.ps1 lacks %s", want)
+		}
+	}
+}

@@ -24,12 +24,15 @@ const (
 	SnapshotterAddressWindows = ProtectedPipePrefix + "winproc-snapshotter"
 	SnapshotterRootWindows    = StateRootWindows + `\snapshotter`
 	// StateRootWindows holds winproc's state on a Windows node: the
-	// snapshotter's root and the shim's records (ShimStateDirWindows).
+	// snapshotter's root and the shim's records of silos
+	// (ShimStateDirWindows) and of HostProcess containers
+	// (JobContainerStateDirWindows).
 	// winproc creates its directories for Administrators and SYSTEM only,
 	// as containerd does its own; `winproc doctor` reports them when
 	// others can use them.
-	StateRootWindows    = `C:\ProgramData\winproc`
-	ShimStateDirWindows = StateRootWindows + `\hcs`
+	StateRootWindows            = `C:\ProgramData\winproc`
+	ShimStateDirWindows         = StateRootWindows + `\hcs`
+	JobContainerStateDirWindows = StateRootWindows + `\jobcontainer`
 )
 
 // Annotations are the annotations of a pod or container that a winproc
@@ -48,4 +51,5 @@ var Annotations = []string{
 	"io.microsoft.disable-unsafe-operations",
 	"io.microsoft.wcow.processdumpcount",
 	"io.microsoft.wcow.processdumptype",
+	"microsoft.com/hostprocess-inherit-user",
 }

@@ -64,6 +64,36 @@ func BuildExe(t testing.TB, pkg string) string {
 	return out
 }
 
+// MoveStacks builds a program that moves its goroutine's stack at every
+// function entry: a pointer handed to a DLL as a uintptr outside the
+// system call's expression then points into a stack that has moved (Go's
+// unsafe.Pointer rule 4), where an ordinary build almost never shows it.
+const MoveStacks = "-gcflags=all=-d=maymorestack=runtime.mayMoreStackMove"
+
+// BindingBuilds are the builds a DLL binding's Windows tests run in: as
+// built, and with MoveStacks.
+var BindingBuilds = []struct {
+	Name  string
+	Flags []string
+}{
+	{"as built", nil},
+	{"stack moved at every call", []string{MoveStacks}},
+}
+
+// BuildTests cross-compiles the Windows tests of the package in the
+// current directory, with flags, into dir and returns the .exe's path.
+func BuildTests(ctx context.Context, t testing.TB, dir, name string, flags ...string) string {
+	t.Helper()
+	exe := filepath.Join(dir, strings.ReplaceAll(name, " ", "-")+".test.exe")
+	args := append(append([]string{"test", "-c", "-o", exe}, flags...), ".")
+	build := exec.CommandContext(ctx, goTool(), args...)
+	build.Env = append(os.Environ(), "GOOS=windows", "GOARCH=amd64", "CGO_ENABLED=0")
+	if b, err := build.CombinedOutput(); err != nil {
+		t.Fatalf("build the Windows tests: %v\n%s", err, b)
+	}
+	return exe
+}
+
 // Command returns a command that runs exe under Wine in prefix. The caller
 // starts it; once the test is done, a cleanup (one per test and prefix)
 // waits for the prefix's wineserver to exit, so no Wine process outlives the

@@ -30,7 +30,48 @@ type Settings struct {
 	// ProcessDumps, when set, has Windows Error Reporting write a dump of
 	// every process of the container that crashes.
 	ProcessDumps *ProcessDumps
+	// HostProcess, when set, makes the system a HostProcess container.
+	HostProcess *HostProcess
 }
+
+// HostProcess is a HostProcess container: what Kubernetes' hostProcess
+// pods run (kube-proxy, CNI plugins, csi-proxy, node agents). Its
+// processes run on the host, in a job object of the system's own rather
+// than a silo: they see the host's network and file system, and the
+// container's layers (Settings.Layers) at a mount point the backend
+// chooses, which every process finds in SandboxMountPointEnv. The backend:
+//
+//   - makes the rootfs visible at the mount point, and each mapped
+//     directory at its container path and under the mount point (runhcs's
+//     fallback without the bind filter);
+//   - starts each process from its command line as CreateProcess resolves
+//     it, the mount point searched first, with no shell in between: the
+//     exit code is the program's own and a missing program fails the
+//     start, naming it;
+//   - gives it the environment of its user's profile, then
+//     SandboxMountPointEnv, the mount point at the front of PATH, and
+//     ProcessSettings.Env over those;
+//   - runs it as ProcessSettings.User: NT AUTHORITY\SYSTEM,
+//     NT AUTHORITY\LOCAL SERVICE, NT AUTHORITY\NETWORK SERVICE, a local
+//     user, or a local group (as a temporary user made in it), or with the
+//     shim's own token when InheritUser is set;
+//   - runs a relative working directory, and "", under the mount point;
+//   - enforces Resources on the job object where the host allows;
+//   - ends every process of the system when it stops, or when the shim
+//     dies (the job object is killed when its last handle closes).
+//
+// Network, HostName, CredentialSpec, AssignedDevices, MappedPipes,
+// ProcessDumps and storage limits do not apply (specconv refuses them).
+type HostProcess struct {
+	// InheritUser runs every process with the shim's own token
+	// (annotation microsoft.com/hostprocess-inherit-user), whatever its
+	// User.
+	InheritUser bool
+}
+
+// SandboxMountPointEnv is the variable that tells a HostProcess container's
+// processes where their container's rootfs is, as runhcs names it.
+const SandboxMountPointEnv = "CONTAINER_SANDBOX_MOUNT_POINT"
 
 // DeviceKind says how a Device names its devices.
 type DeviceKind int

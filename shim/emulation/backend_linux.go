@@ -14,7 +14,6 @@ import (
 	"regexp"
 	"runtime"
 	"strings"
-	"time"
 
 	"github.com/containerd/errdefs"
 	"github.com/containerd/log"
@@ -169,7 +168,7 @@ func checkSettings(ctx context.Context, s *compute.Settings) error {
 			return errInvalid("emulation: mapped directory %q: the host path must be absolute", m.HostPath)
 		}
 	}
-	if isNetNSPath(s.Network.Namespace) {
+	if isNetNSPath(s.Network.Namespace) && s.HostProcess == nil {
 		if _, err := os.Stat(s.Network.Namespace); err != nil {
 			return errInvalid("emulation: network namespace: %v", err)
 		}
@@ -181,7 +180,10 @@ func checkSettings(ctx context.Context, s *compute.Settings) error {
 	if s.HostName != "" {
 		ignored = append(ignored, "hostname (Wine uses the host's)")
 	}
-	if s.Network.Namespace != "" && !isNetNSPath(s.Network.Namespace) || len(s.Network.Endpoints) > 0 || len(s.Network.DNSSearchList) > 0 {
+	switch {
+	case s.HostProcess != nil && !reflect.DeepEqual(s.Network, compute.Network{}):
+		ignored = append(ignored, "network settings (a HostProcess container uses the host's network)")
+	case s.HostProcess == nil && (s.Network.Namespace != "" && !isNetNSPath(s.Network.Namespace) || len(s.Network.Endpoints) > 0 || len(s.Network.DNSSearchList) > 0):
 		ignored = append(ignored, "network other than a Linux network namespace (Wine uses that namespace's network stack)")
 	}
 	if s.SandboxSizeBytes != 0 {
@@ -202,10 +204,11 @@ type overlay struct {
 	upper, work string
 }
 
-// driveC is the overlay of drive C:: the parents' Files directories over
-// the template's drive_c, with the scratch's upper and work directories.
-// They must be there: the overlay would refuse them too, less clearly.
-func (b *Backend) driveC(l compute.Layers) (overlay, error) {
+// layersOverlay is the overlay of a container's layers: the parents'
+// Files directories, nearest first, with the scratch's upper and work
+// directories. They must be there: the overlay would refuse them too, less
+// clearly.
+func layersOverlay(l compute.Layers) (overlay, error) {
 	o := overlay{
 		upper: filepath.Join(l.Scratch, layermount.ScratchUpper),
 		work:  filepath.Join(l.Scratch, layermount.ScratchWork),
@@ -223,13 +226,25 @@ func (b *Backend) driveC(l compute.Layers) (overlay, error) {
 		}
 		o.lowers = append(o.lowers, f)
 	}
+	return o, nil
+}
+
+// driveC is the overlay of a silo's drive C:: its layers over the
+// template's drive_c, which stands in for the host OS files.
+func (b *Backend) driveC(l compute.Layers) (overlay, error) {
+	o, err := layersOverlay(l)
+	if err != nil {
+		return overlay{}, err
+	}
 	o.lowers = append(o.lowers, filepath.Join(b.template, "drive_c"))
 	return o, nil
 }
 
 // Create creates the system: its directory Root/<id>, the prefix overlay,
 // the C: overlay, the dosdevices link and the mapped directories, recorded
-// in state.json. On failure everything made so far is undone.
+// in state.json; for a HostProcess container, its rootfs and mapped
+// directories at its mount point in the host prefix (mountHostProcess). On
+// failure everything made so far is undone.
 func (b *Backend) Create(ctx context.Context, id string, s *compute.Settings) (_ compute.System, retErr error) {
 	dir, err := b.dir(id)
 	if err != nil {
@@ -244,7 +259,15 @@ func (b *Backend) Create(ctx context.Context, id string, s *compute.Settings) (_
 	if err := checkSettings(ctx, s); err != nil {
 		return nil, err
 	}
-	drive, err := b.driveC(s.Layers)
+	if s.HostProcess != nil && b.cgroups == nil {
+		return nil, errNotSupported("emulation: HostProcess containers need a writable cgroup v2 hierarchy: they share the host prefix, and only their cgroups tell their processes apart")
+	}
+	var drive overlay
+	if s.HostProcess != nil {
+		drive, err = layersOverlay(s.Layers)
+	} else {
+		drive, err = b.driveC(s.Layers)
+	}
 	if err != nil {
 		return nil, err
 	}
@@ -263,12 +286,14 @@ func (b *Backend) Create(ctx context.Context, id string, s *compute.Settings) (_
 		Mapped:         s.MappedDirectories,
 		Resources:      s.Resources,
 	}
-	if isNetNSPath(s.Network.Namespace) {
+	if s.HostProcess != nil {
+		st.HostProcess = &hostProcessState{MountPoint: b.hostMountPoint(id), InheritUser: s.HostProcess.InheritUser}
+	} else if isNetNSPath(s.Network.Namespace) {
 		st.NetNS = s.Network.Namespace
 	}
 	defer func() {
 		if retErr != nil {
-			if err := teardown(context.Background(), dir, st); err != nil {
+			if err := b.removeSystem(context.Background(), dir, st); err != nil {
 				retErr = fmt.Errorf("%w (and rolling back: %v)", retErr, err)
 			}
 		}
@@ -279,7 +304,12 @@ func (b *Backend) Create(ctx context.Context, id string, s *compute.Settings) (_
 	if err := saveState(dir, st); err != nil {
 		return nil, err
 	}
-	if err := b.mountSilo(ctx, dir, st, drive); err != nil {
+	if st.HostProcess != nil {
+		err = b.mountHostProcess(ctx, dir, st, drive)
+	} else {
+		err = b.mountSilo(ctx, dir, st, drive)
+	}
+	if err != nil {
 		return nil, err
 	}
 	sys := newSystem(b, id, dir, st, false)
@@ -345,7 +375,15 @@ func (b *Backend) mountSilo(ctx context.Context, dir string, st *persisted, driv
 		return fmt.Errorf("emulation: %w", err)
 	}
 
-	for _, m := range st.Mapped {
+	return bindMapped(ctx, cdir, st.Mapped, mounted)
+}
+
+// bindMapped binds each mapped directory (or file) onto its place below
+// root, the container's C: (a silo's drive, or a HostProcess container's
+// mount point), creating the mount point there, and calls mounted with
+// each mount made.
+func bindMapped(ctx context.Context, root string, mapped []compute.MappedDirectory, mounted func(string) error) error {
+	for _, m := range mapped {
 		if err := ctx.Err(); err != nil {
 			return err
 		}
@@ -354,7 +392,7 @@ func (b *Backend) mountSilo(ctx context.Context, dir string, st *persisted, driv
 			return fmt.Errorf("emulation: mapped directory: %w", err)
 		}
 		comps, _ := cPath(m.ContainerPath)
-		target, err := mkdirFold(cdir, comps, !fi.IsDir())
+		target, err := mkdirFold(root, comps, !fi.IsDir())
 		if err != nil {
 			return fmt.Errorf("emulation: mapped directory %s: %w", m.ContainerPath, err)
 		}
@@ -388,7 +426,7 @@ func (b *Backend) Open(ctx context.Context, id string) (compute.System, error) {
 	st, err := loadState(dir)
 	if err != nil {
 		log.G(ctx).WithError(err).Warnf("emulation: system %s has no usable state; opening it for cleanup only", id)
-		st = &persisted{Version: stateVersion, ID: id}
+		st = b.recoverState(id, dir)
 	}
 	sys := newSystem(b, id, dir, st, true)
 	procs, err := sys.processes()
@@ -401,149 +439,13 @@ func (b *Backend) Open(ctx context.Context, id string) (compute.System, error) {
 		return sys, nil
 	}
 	sys.mu.Lock()
-	sys.phase = phaseRunning
+	sys.phase, sys.ran = phaseRunning, true
 	if st.Started != nil {
 		sys.started = *st.Started
 	}
 	sys.startMonitor(nil)
 	sys.mu.Unlock()
 	return sys, nil
-}
-
-// Remove is the cleanup of last resort for the shim's delete subcommand:
-// it kills every process of the system id (found by its WINEPREFIX),
-// unmounts everything below Root/<id> and removes that directory. It needs
-// no state.json and no open System, so it also cleans up after a shim that
-// died in the middle of Create. A missing system is not an error. Do not
-// use the system through an open System afterwards.
-//
-// The equivalent through the compute interface is Open, Terminate, waiting
-// for Wait, and Close.
-func (b *Backend) Remove(ctx context.Context, id string) error {
-	dir, err := b.dir(id)
-	if err != nil {
-		return err
-	}
-	if _, err := os.Stat(dir); errors.Is(err, fs.ErrNotExist) {
-		return nil
-	}
-	st, err := loadState(dir)
-	if err != nil {
-		// A creation cut short before its state was saved: its cgroup,
-		// if it made one, is where every system in dir gets one.
-		st = &persisted{ID: id}
-		if b.cgroups != nil {
-			if c := b.cgroups.siloOf(dir); isDir(c) == nil {
-				st.Cgroup = c
-			}
-		}
-		st.LimitCgroups = existingLimitCgroups(dir)
-	}
-	if err := killSilo(ctx, st.Cgroup, filepath.Join(dir, prefixDir)); err != nil {
-		return fmt.Errorf("emulation: remove %s: %w", id, err)
-	}
-	if err := teardown(ctx, dir, st); err != nil {
-		return fmt.Errorf("emulation: remove %s: %w", id, err)
-	}
-	b.reaper.poke()
-	return nil
-}
-
-// killGrace bounds how long killSilo waits for SIGKILLed processes to go
-// when its context has no deadline.
-const killGrace = 10 * time.Second
-
-// killSilo SIGKILLs every process of a silo (siloMembers: its cgroup's at
-// once, or those of its prefix, the wineserver first) until none is left
-// (zombies aside).
-func killSilo(ctx context.Context, cgroup, prefix string) error {
-	ctx, cancel := context.WithTimeout(ctx, killGrace)
-	defer cancel()
-	for {
-		procs, err := siloMembers(cgroup, prefix)
-		if err != nil {
-			return err
-		}
-		if len(procs) == 0 {
-			return nil
-		}
-		if cgroup != "" {
-			if err := killCgroup(cgroup); err != nil {
-				return err
-			}
-		}
-		for _, p := range procs {
-			if strings.HasPrefix(p.comm, "wineserver") {
-				signalProc(p, unix.SIGKILL)
-			}
-		}
-		for _, p := range procs {
-			signalProc(p, unix.SIGKILL)
-		}
-		select {
-		case <-ctx.Done():
-			return fmt.Errorf("processes of %s still running: %w", prefix, ctx.Err())
-		case <-time.After(20 * time.Millisecond):
-		}
-	}
-}
-
-// signalProc sends sig to the process st describes, if it is still that
-// process: it opens a pidfd and checks the start time first, so a pid that
-// was reused in the meantime is left alone.
-func signalProc(st procStat, sig unix.Signal) error {
-	fd, err := unix.PidfdOpen(st.pid, 0)
-	if errors.Is(err, unix.ENOSYS) {
-		return unix.Kill(st.pid, sig)
-	}
-	if err != nil {
-		return err
-	}
-	defer unix.Close(fd)
-	now, err := readStat(st.pid)
-	if err != nil || now.start != st.start {
-		return unix.ESRCH
-	}
-	return unix.PidfdSendSignal(fd, sig, nil, 0)
-}
-
-// serverDirName matches the socket directory of a wineserver.
-var serverDirName = regexp.MustCompile(`^server-[0-9a-f]+-[0-9a-f]+$`)
-
-// teardown removes a system's directory: it unmounts everything below it
-// (mapped directories, drive C:, the prefix), removes the silo's cgroup,
-// the wineserver's socket directory and then the directory. The silo's
-// processes must be gone. Nothing is deleted while anything below dir is
-// still mounted, so a failure cannot reach into a layer or a mapped host
-// directory.
-func teardown(ctx context.Context, dir string, st *persisted) error {
-	if st != nil && st.Cgroup != "" {
-		if err := removeCgroup(ctx, st.Cgroup); err != nil {
-			// The mounts go anyway: a busy one is detached.
-			if uerr := unmountAll(dir); uerr != nil {
-				return errors.Join(err, uerr)
-			}
-			return err
-		}
-	}
-	if err := unmountAll(dir); err != nil {
-		return err
-	}
-	if st != nil {
-		if err := removeLimitCgroups(ctx, st.LimitCgroups); err != nil {
-			return err
-		}
-	}
-	if st != nil && st.ServerDir != "" && serverDirName.MatchString(filepath.Base(st.ServerDir)) {
-		for _, f := range []string{"socket", "lock"} {
-			os.Remove(filepath.Join(st.ServerDir, f))
-		}
-		os.Remove(st.ServerDir)
-	}
-	if err := os.RemoveAll(dir); err != nil {
-		return fmt.Errorf("remove %s: %w", dir, err)
-	}
-	return nil
 }
 
 // resourcesSet reports whether r sets any limit.

@@ -7,6 +7,9 @@
 //
 // The package is empty on other systems (its code is Linux-only).
 //
+// A compute system is a silo (below) or, with Settings.HostProcess, a
+// HostProcess container (see HostProcess containers).
+//
 // # A compute system
 //
 // Each system lives in Config.Root/<id>/ (DefaultRoot suggests /run, so
@@ -84,7 +87,8 @@
 // spec PATH is passed as WINEPATH, which Wine puts in front of the
 // registry's (C:\windows\system32;C:\windows;...). PWD, HOME, TEMP and TMP,
 // which Wine sets itself, and names starting with WINE or LD_ are dropped.
-// ProcessSettings.User is ignored: everything runs as the shim's user.
+// In a silo ProcessSettings.User is ignored: everything runs as the shim's
+// user.
 //
 // Stdio are pipes the backend copies; a process's Wait closes once it has
 // exited and its output pipes reached EOF, or 2 s after its exit when a
@@ -173,6 +177,89 @@
 //
 // or, needing neither state.json nor a System, Backend.Remove(ctx, id),
 // which kills, unmounts and removes whatever is left of Root/<id>.
+//
+// # HostProcess containers
+//
+// A HostProcess container has no silo: its processes run on the emulated
+// host, as on Windows a job object's run on the host (hostprefix_linux.go,
+// hostprocess_linux.go).
+//
+//   - The host prefix. The HostProcess containers of a Backend's root (the
+//     node's, in one containerd namespace) all run in one Wine prefix,
+//     Root/.hostprocess/prefix: an overlay of the template prefix, served by
+//     one wineserver, booted as a silo is; the wineserver and Wine's
+//     processes run in a cgroup of the host prefix's own. Its C: (its
+//     drive_c) stands in for the host's system drive, shared by every
+//     HostProcess container; Z: is the machine's /. Shims are separate
+//     processes, one per pod: they make, join and leave the host prefix
+//     under an flock on Root. The first HostProcess container's Create
+//     makes it and starts its wineserver, a child of that shim in a process
+//     group of its own, which outlives the shim; each container registers
+//     in Root/.hostprocess/users/. The teardown of the last one kills the
+//     host prefix's cgroup (the wineserver and Wine's processes), unmounts
+//     it and removes Root/.hostprocess: nothing stays once the node runs no
+//     HostProcess container. A registered container whose Root/<id> is gone
+//     does not keep it; a host prefix whose wineserver died is made again by
+//     the next Create (the containers that used it have stopped).
+//   - Root/<id> holds only state.json. The rootfs, an overlay of the
+//     parents' Files/ with the scratch's upper and work directories (no
+//     template below: the host's files are the host prefix's C:), is
+//     mounted at C:\hpc\<id> of the host prefix, the mount point. Mapped
+//     directories are bound below the mount point (C:\data at
+//     C:\hpc\<id>\data; read-only ones read-only), where runhcs places them
+//     without the bind filter, and not at their container path: the host's
+//     C: is every HostProcess container's, so a binding there would show in
+//     all of them, and two containers mapping one path would collide.
+//   - The network is the machine's network namespace; network settings and
+//     the hostname are ignored with a warning.
+//   - Each process starts in the container's cgroup v2 (membership,
+//     Terminate's cgroup.kill, CPU time) and in its limit cgroups, with
+//     RLIMIT_DATA and affinity, as a silo's: memory, CPU maximum, count and
+//     weight, and affinity, at Create and through Modify. A machine without a
+//     writable cgroup v2 hierarchy cannot run HostProcess containers
+//     (ErrNotSupported): their processes share the host prefix, and only
+//     their cgroups tell them apart.
+//   - %CONTAINER_SANDBOX_MOUNT_POINT% and $env:CONTAINER_SANDBOX_MOUNT_POINT in
+//     the command line, the working directory and environment values are
+//     replaced with C:\hpc\<id>, as runhcs does. The program is resolved as
+//     for a silo with the mount point searched first (for a bare name before
+//     the working directory, system32 and PATH; for a relative name with a
+//     directory before the working directory) and run with no shell in
+//     between: the exit code is the program's own, all 32 bits of it (the
+//     exit library), and a missing program fails CreateProcess with
+//     ErrInvalidArgument naming it and the directories searched. A relative
+//     working directory, and "", is below the mount point; a full one is the
+//     host's. Either must exist.
+//   - The environment is the spec's, then CONTAINER_SANDBOX_MOUNT_POINT
+//     (C:\hpc\<id>\, runhcs's value) and a PATH of the mount point in front
+//     of the spec's PATH (passed as WINEPATH, so in front of the prefix's own
+//     PATH, which holds PowerShell's and WMI's directories), on the base
+//     every process of the prefix gets: Wine has no user profiles, only the
+//     prefix's one user, named after the shim's Linux user, whose variables
+//     (USERNAME, USERPROFILE=C:\users\<name>, APPDATA, ...) and the
+//     registry's make that base, whatever account was asked for.
+//   - Users: Wine has no accounts, and the emulation does not switch users:
+//     every process runs as the shim's Linux user. ProcessSettings.User must
+//     be NT AUTHORITY\SYSTEM, NT AUTHORITY\LOCAL SERVICE, NT AUTHORITY\NETWORK
+//     SERVICE, or a user or group name (with or without a domain); another NT
+//     AUTHORITY account, or none without InheritUser, is
+//     ErrInvalidArgument. The accounts asked for are recorded in state.json
+//     (hostProcess.users). InheritUser takes any.
+//   - Console events and Kill are a silo process's. The container stops
+//     when its last process has exited after one ran (as a job object's
+//     last process ends it), at Shutdown (SIGINT to its processes; Wine's
+//     conhost.exe, if left, is killed) or Terminate (cgroup.kill), or when
+//     the host prefix's wineserver it joined exits (its processes are
+//     killed, and ExitError says so). It is watched through an inotify watch
+//     of its cgroup's cgroup.events and a pidfd of that wineserver: a
+//     running container costs no polling. Nothing of it reaches the
+//     wineserver, Wine's processes or another container.
+//   - Stats and ProcessList read the container's cgroup, as a silo's.
+//   - Close of a stopped container, Remove, or Open, Terminate and Close for
+//     a dead shim's delete, remove its cgroups once their processes are
+//     gone, unmount its mapped directories and rootfs, remove the mount
+//     point and Root/<id>, and leave the host prefix, which goes with its
+//     last user.
 //
 // # Orphans
 //

@@ -230,34 +230,56 @@ func waitIdle(t *testing.T, pid int) {
 func (f *fixture) checkGone(t *testing.T, id string) {
 	t.Helper()
 	dir := filepath.Join(f.b.root, id)
-	mi, err := os.ReadFile("/proc/self/mountinfo")
-	if err != nil {
-		t.Fatal(err)
+	for _, m := range mountsBelow(t, dir) {
+		t.Errorf("still mounted: %s", m)
 	}
-	sc := bufio.NewScanner(bytes.NewReader(mi))
-	for sc.Scan() {
-		fields := strings.Fields(sc.Text())
-		if len(fields) > 4 && (fields[4] == dir || strings.HasPrefix(fields[4], dir+"/")) {
-			t.Errorf("still mounted: %s", fields[4])
-		}
-	}
-	prefix := []byte("WINEPREFIX=" + filepath.Join(dir, prefixDir) + "\x00")
-	pids, err := allPIDs()
-	if err != nil {
-		t.Fatal(err)
-	}
-	for _, pid := range pids {
-		env, err := os.ReadFile(fmt.Sprintf("/proc/%d/environ", pid))
-		if err != nil || !bytes.Contains(append([]byte{0}, env...), append([]byte{0}, prefix...)) {
-			continue
-		}
-		if st, err := readStat(pid); err == nil && !st.gone() {
-			t.Errorf("process %d (%s, state %c) of the system still runs", pid, st.comm, st.state)
-		}
+	for _, p := range liveWithEnv(t, "WINEPREFIX="+filepath.Join(dir, prefixDir)) {
+		t.Errorf("process %s of the system still runs", p)
 	}
 	if _, err := os.Stat(dir); !errors.Is(err, os.ErrNotExist) {
 		t.Errorf("%s still exists (%v)", dir, err)
 	}
+}
+
+// mountsBelow lists the mount points at or below dir, from
+// /proc/self/mountinfo.
+func mountsBelow(t *testing.T, dir string) []string {
+	t.Helper()
+	mi, err := os.ReadFile("/proc/self/mountinfo")
+	if err != nil {
+		t.Fatal(err)
+	}
+	var out []string
+	sc := bufio.NewScanner(bytes.NewReader(mi))
+	for sc.Scan() {
+		fields := strings.Fields(sc.Text())
+		if len(fields) > 4 && (fields[4] == dir || strings.HasPrefix(fields[4], dir+"/")) {
+			out = append(out, fields[4])
+		}
+	}
+	return out
+}
+
+// liveWithEnv lists the running processes (zombies aside) whose environment
+// holds the entry NAME=VALUE.
+func liveWithEnv(t *testing.T, entry string) []string {
+	t.Helper()
+	want := append(append([]byte{0}, entry...), 0)
+	pids, err := allPIDs()
+	if err != nil {
+		t.Fatal(err)
+	}
+	var out []string
+	for _, pid := range pids {
+		env, err := os.ReadFile(fmt.Sprintf("/proc/%d/environ", pid))
+		if err != nil || !bytes.Contains(append([]byte{0}, env...), want) {
+			continue
+		}
+		if st, err := readStat(pid); err == nil && !st.gone() {
+			out = append(out, fmt.Sprintf("%d (%s, state %c)", pid, st.comm, st.state))
+		}
+	}
+	return out
 }
 
 // checkNoZombies checks that the reaper leaves no Wine zombie among this

@@ -10,11 +10,15 @@ import (
 	"golang.org/x/sys/unix"
 )
 
-// startMonitor starts the goroutine that watches the silo until it has
+// startMonitor starts the goroutine that watches the system until it has
 // stopped; s.mu is held. exited is the owned wineserver's exit, nil for an
-// opened system.
+// opened system and a HostProcess container (watchHostProcess).
 func (s *system) startMonitor(exited <-chan struct{}) {
 	s.monitorDone = make(chan struct{})
+	if s.st.HostProcess != nil {
+		go s.watchHostProcess()
+		return
+	}
 	go s.monitor(exited)
 }
 
@@ -50,8 +54,15 @@ func (s *system) monitor(exited <-chan struct{}) {
 }
 
 // processes returns the silo's running processes, the wineserver
-// included.
-func (s *system) processes() ([]procStat, error) { return siloMembers(s.st.Cgroup, s.prefix) }
+// included. A HostProcess container's are its cgroup's alone: the host
+// prefix's processes are every container's (and without its cgroup it has
+// none left).
+func (s *system) processes() ([]procStat, error) {
+	if s.st.HostProcess != nil && s.st.Cgroup == "" {
+		return nil, nil
+	}
+	return siloMembers(s.st.Cgroup, s.prefix)
+}
 
 // isServer reports whether p is the system's wineserver.
 func (s *system) isServer(p procStat) bool {

@@ -155,13 +155,15 @@ const defaultWinePath = `C:\windows\system32;C:\windows;C:\windows\system32\wbem
 // name without an extension; a name with a directory is taken relative to
 // cwd (or the drive root for \dir\name); a bare name is searched for in
 // the working directory, C:\windows\system32, C:\windows and then the
-// directories of path. It returns the Windows path in the case found on
-// disk.
+// directories of path. first, when not empty, is a directory (its
+// components below C:) searched before all of those, and a relative name with a
+// directory is tried below it before cwd: a HostProcess container's mount
+// point. It returns the Windows path in the case found on disk.
 //
 // The backend passes that full path to wine: given a bare name, wine would
 // otherwise run start.exe /exec to search for the program, and the process
 // the backend starts (and signals) would be start.exe, not the program.
-func resolveProgram(cdir, name string, cwd []string, path string) (string, error) {
+func resolveProgram(cdir, name string, first, cwd []string, path string) (string, error) {
 	base := name
 	if i := strings.LastIndexAny(base, `\/`); i >= 0 {
 		base = base[i+1:]
@@ -196,25 +198,34 @@ func resolveProgram(cdir, name string, cwd []string, path string) (string, error
 		}
 		searched = append(searched, winJoin(comps))
 	case strings.ContainsAny(name, `\/`):
-		var comps []string
-		var err error
+		var dirs [][]string
 		if name[0] == '\\' || name[0] == '/' {
-			comps, err = cPath("C:" + name)
+			dirs = [][]string{nil}
 		} else {
-			comps, err = cPath(winJoin(cwd) + `\` + name)
+			if len(first) > 0 {
+				dirs = append(dirs, first)
+			}
+			dirs = append(dirs, cwd)
 		}
-		if err != nil {
-			return "", fmt.Errorf("program: %w", err)
+		for _, d := range dirs {
+			comps, err := cPath(winJoin(d) + `\` + name)
+			if err != nil {
+				return "", fmt.Errorf("program: %w", err)
+			}
+			if len(comps) == 0 {
+				return "", errInvalid("command line names the program %q, a directory", name)
+			}
+			if p, ok := try(comps); ok {
+				return p, nil
+			}
+			searched = append(searched, winJoin(comps))
 		}
-		if len(comps) == 0 {
-			return "", errInvalid("command line names the program %q, a directory", name)
-		}
-		if p, ok := try(comps); ok {
-			return p, nil
-		}
-		searched = append(searched, winJoin(comps))
 	default:
-		dirs := [][]string{cwd, {"windows", "system32"}, {"windows"}}
+		var dirs [][]string
+		if len(first) > 0 {
+			dirs = append(dirs, first)
+		}
+		dirs = append(dirs, cwd, []string{"windows", "system32"}, []string{"windows"})
 		for _, d := range strings.Split(path, ";") {
 			d = strings.Trim(strings.TrimSpace(d), `"`)
 			if d == "" {

@@ -73,19 +73,34 @@ var _ compute.Process = (*process)(nil)
 //   - User is ignored: every process runs as the Linux user of the shim,
 //     which Wine presents as the prefix's user.
 //
+// A HostProcess container's process (hostprocess_linux.go) runs in the
+// host prefix; its mount point is searched first for the program, a
+// relative or empty working directory is below it, its environment is
+// hostProcessEnv's and its User is checked and recorded
+// (hostProcessUser), though not switched to either.
+//
 // Pid is the Linux pid of the Wine process.
 func (s *system) CreateProcess(ctx context.Context, p *compute.ProcessSettings) (compute.Process, error) {
 	if p == nil {
 		return nil, errInvalid("emulation: no process settings")
 	}
-	args := wincmdline.SplitCommandLine(p.CommandLine)
+	commandLine, wd, env, user := p.CommandLine, p.WorkingDirectory, p.Env, ""
+	var first []string
+	if s.st.HostProcess != nil {
+		var err error
+		if commandLine, wd, user, err = s.hostProcessArgs(p); err != nil {
+			return nil, err
+		}
+		first = mountPointComps(s.id)
+		env = hostProcessEnv(env, winJoin(first))
+	}
+	args := wincmdline.SplitCommandLine(commandLine)
 	if len(args) == 0 || args[0] == "" {
 		return nil, errInvalid("emulation: empty command line")
 	}
 	if err := ctx.Err(); err != nil {
 		return nil, err
 	}
-	wd := p.WorkingDirectory
 	if wd == "" {
 		wd = `C:\`
 	}
@@ -108,9 +123,14 @@ func (s *system) CreateProcess(ctx context.Context, p *compute.ProcessSettings) 
 		return nil, fmt.Errorf("emulation: system %s is stopping: %w", s.id, errdefs.ErrFailedPrecondition)
 	}
 
-	cmd, program, err := s.wineCommand(args, wd, cwdComps, p.Env)
+	cmd, program, err := s.wineCommand(args, wd, cwdComps, first, env)
 	if err != nil {
 		return nil, err
+	}
+	if s.st.HostProcess != nil {
+		if err := s.hostProcessReadyLocked(ctx, user); err != nil {
+			return nil, err
+		}
 	}
 	proc := &process{
 		sys:         s,
@@ -146,6 +166,7 @@ func (s *system) CreateProcess(ctx context.Context, p *compute.ProcessSettings) 
 		f.Close()
 	}
 	proc.pid = cmd.Process.Pid
+	s.ran = true
 	if limit := s.st.Resources.MemoryLimitBytes; limit > 0 && s.st.LimitCgroups["memory"] != "" {
 		if err := limitCommit(proc.pid, limit); err != nil {
 			log.G(ctx).WithError(err).Warn("emulation: the process's commit is not limited")
@@ -156,16 +177,17 @@ func (s *system) CreateProcess(ctx context.Context, p *compute.ProcessSettings) 
 }
 
 // wineCommand is the command that runs args under Wine: the program
-// looked up as CreateProcess would, passed to wine as a full C: path, in
-// the working directory wd (cwdComps: its components below C:), with the
-// environment processEnv makes of env. s.mu is held.
-func (s *system) wineCommand(args []string, wd string, cwdComps, env []string) (cmd *exec.Cmd, program string, err error) {
+// looked up as CreateProcess would (in first, the components below C: of a
+// directory searched before all others, if any), passed to wine as a full C:
+// path, in the working directory wd (cwdComps: its components below C:),
+// with the environment processEnv makes of env. s.mu is held.
+func (s *system) wineCommand(args []string, wd string, cwdComps, first, env []string) (cmd *exec.Cmd, program string, err error) {
 	realCwd, err := resolve(s.cdir, cwdComps)
 	if err != nil || isDir(filepath.Join(append([]string{s.cdir}, realCwd...)...)) != nil {
 		return nil, "", errInvalid("emulation: working directory %s does not exist in the container", wd)
 	}
 	procEnv, winPath := processEnv(env, s.prefix)
-	program, err = resolveProgram(s.cdir, args[0], realCwd, winPath)
+	program, err = resolveProgram(s.cdir, args[0], first, realCwd, winPath)
 	if err != nil {
 		return nil, "", fmt.Errorf("emulation: %w", err)
 	}

@@ -86,8 +86,9 @@ type reaper struct {
 	// orphans are re-parented silo processes seen alive, with their
 	// system's prefix.
 	orphans map[int]string
-	// live are the open systems of every Backend, by prefix path; roots
-	// are the Backends' roots.
+	// live are the open systems of every Backend, by directory
+	// (HostProcess containers share a prefix); roots are the Backends'
+	// roots.
 	live  map[string]*system
 	roots map[string]bool
 	// running says a loop goroutine runs.
@@ -119,10 +120,18 @@ func (r *reaper) isSiloPrefix(p string) bool {
 	return filepath.Base(p) == prefixDir && r.roots[filepath.Dir(filepath.Dir(p))]
 }
 
+// systemByPrefix is the open silo whose prefix is p, nil if none: reaped
+// orphans are known by their prefix only without cgroups, where there are
+// no HostProcess containers.
 func (r *reaper) systemByPrefix(p string) *system {
 	r.mu.Lock()
 	defer r.mu.Unlock()
-	return r.live[p]
+	for _, s := range r.live {
+		if s.prefix == p && s.st.HostProcess == nil {
+			return s
+		}
+	}
+	return nil
 }
 
 // start starts cmd and registers it as the backend's own child, so the
@@ -148,7 +157,7 @@ func (r *reaper) waited(pid int) {
 func (r *reaper) acquire(s *system) {
 	r.mu.Lock()
 	defer r.mu.Unlock()
-	r.live[s.prefix] = s
+	r.live[s.dir] = s
 	if !r.running {
 		r.running = true
 		go r.loop()
@@ -159,8 +168,8 @@ func (r *reaper) acquire(s *system) {
 // no system is open and no known orphan is left.
 func (r *reaper) release(s *system) {
 	r.mu.Lock()
-	if r.live[s.prefix] == s {
-		delete(r.live, s.prefix)
+	if r.live[s.dir] == s {
+		delete(r.live, s.dir)
 	}
 	r.mu.Unlock()
 	r.poke()

@@ -19,9 +19,10 @@ import (
 	"github.com/containernetworking/plugins/pkg/ns"
 )
 
-// Start starts the system's wineserver, in the foreground (-f) and
+// Start starts the silo's wineserver, in the foreground (-f) and
 // persistent (-p: it does not exit when its last client does) as a child of
-// this process, and waits until it listens on its socket.
+// this process, and waits until it listens on its socket. A HostProcess
+// container has none of its own (startHostProcessLocked).
 func (s *system) Start(ctx context.Context) error {
 	s.mu.Lock()
 	defer s.mu.Unlock()
@@ -31,12 +32,12 @@ func (s *system) Start(ctx context.Context) error {
 	if s.phase != phaseCreated || s.opened {
 		return fmt.Errorf("emulation: system %s is already started: %w", s.id, errdefs.ErrFailedPrecondition)
 	}
+	if s.st.HostProcess != nil {
+		return s.startHostProcessLocked()
+	}
 	out := &tailBuffer{max: 4096}
-	cmd := exec.Command(s.b.wineserver, "-f", "-p")
-	cmd.Env = append(baseEnv(), wineEnv(s.prefix)...)
-	cmd.Dir = s.dir
+	cmd := s.b.wineserverCommand(s.prefix, s.dir)
 	cmd.Stdout, cmd.Stderr = out, out
-	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
 	if err := s.startProcess(cmd, true); err != nil {
 		err = fmt.Errorf("emulation: start wineserver: %w", err)
 		s.finishLocked(err)
@@ -113,17 +114,49 @@ func (s *system) startProcess(cmd *exec.Cmd, wineOwn bool) error {
 	return ns.WithNetNSPath(s.st.NetNS, func(ns.NetNS) error { return start() })
 }
 
-// bootLog is the file, in the system's directory, that holds the boot
-// process's output.
+// bootLog is the file, in the directory of the system (or of the host
+// prefix), that holds the boot process's output.
 const bootLog = "boot.log"
 
-// bootProgram is the silo's first process: Wine's hostname.exe, by its path
+// bootProgram is a prefix's first process: Wine's hostname.exe, by its path
 // in the template prefix (an image's own System32 may shadow it on C:).
 const bootProgram = "drive_c/windows/system32/hostname.exe"
 
-// boot starts the silo's first process and returns once Wine's boot is
-// under way, as a Windows silo starts its system processes when it starts.
-// The first process of a wineserver starts wineboot, which starts
+// wineserverCommand is the command that runs the wineserver of prefix in
+// the foreground (-f) and persistent (-p: it does not exit when its last
+// client does), in its own process group, from dir.
+func (b *Backend) wineserverCommand(prefix, dir string) *exec.Cmd {
+	cmd := exec.Command(b.wineserver, "-f", "-p")
+	cmd.Env = append(baseEnv(), wineEnv(prefix)...)
+	cmd.Dir = dir
+	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
+	return cmd
+}
+
+// bootTarget is a prefix whose wineserver has just started: a silo, or the
+// host prefix of HostProcess containers.
+type bootTarget struct {
+	// who names it in logs; dir holds its bootLog.
+	who, dir     string
+	prefix, cdir string
+	// start starts a process of Wine's own there; members lists the
+	// running processes there.
+	start   func(*exec.Cmd) error
+	members func() ([]procStat, error)
+}
+
+// boot starts the silo's first process.
+func (s *system) boot(ctx context.Context) error {
+	return s.b.boot(ctx, bootTarget{
+		who: s.id, dir: s.dir, prefix: s.prefix, cdir: s.cdir,
+		start:   func(cmd *exec.Cmd) error { return s.startProcess(cmd, true) },
+		members: s.processes,
+	})
+}
+
+// boot starts the first process of a prefix and returns once Wine's boot
+// is under way, as a Windows silo starts its system processes when it
+// starts. The first process of a wineserver starts wineboot, which starts
 // services.exe and the services it runs, and they inherit its stderr: were
 // that a container process's, they would hold its output open until the
 // silo ends, and its Wait would end only at outputDrainTimeout. So a
@@ -131,36 +164,36 @@ const bootProgram = "drive_c/windows/system32/hostname.exe"
 // pipe would stay open as long as they run). Later processes find the boot
 // under way and wait for it inside Wine, so boot waits only until wineboot
 // runs (or the first process has ended), not for the boot to finish.
-func (s *system) boot(ctx context.Context) error {
+func (b *Backend) boot(ctx context.Context, t bootTarget) error {
 	ctx, cancel := context.WithTimeout(ctx, serverStartTimeout)
 	defer cancel()
-	logPath := filepath.Join(s.dir, bootLog)
+	logPath := filepath.Join(t.dir, bootLog)
 	out, err := os.Create(logPath)
 	if err != nil {
 		return err
 	}
 	defer out.Close()
-	env, _ := processEnv(nil, s.prefix)
-	cmd := exec.Command(s.b.setarch, "-R", s.b.wine, filepath.Join(s.b.template, bootProgram))
-	cmd.Env, cmd.Dir = env, s.cdir
+	env, _ := processEnv(nil, t.prefix)
+	cmd := exec.Command(b.setarch, "-R", b.wine, filepath.Join(b.template, bootProgram))
+	cmd.Env, cmd.Dir = env, t.cdir
 	cmd.Stdout, cmd.Stderr = out, out
 	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
-	if err := s.startProcess(cmd, true); err != nil {
+	if err := t.start(cmd); err != nil {
 		return fmt.Errorf("start the boot process: %w", err)
 	}
-	// Its waiter, owned by the system: it ends with the process, in a
-	// moment, or when the silo is terminated.
+	// Its waiter, owned by the prefix: it ends with the process, in a
+	// moment, or when the prefix's processes are killed.
 	ended := make(chan struct{})
 	go func() {
 		if err := cmd.Wait(); err != nil {
-			b, _ := os.ReadFile(logPath)
-			log.L.WithError(err).WithFields(log.Fields{"system": s.id, "output": string(bytes.TrimSpace(b))}).Warn("emulation: the silo's boot process failed")
+			out, _ := os.ReadFile(logPath)
+			log.L.WithError(err).WithFields(log.Fields{"system": t.who, "output": string(bytes.TrimSpace(out))}).Warn("emulation: the boot process failed")
 		}
-		s.b.reaper.waited(cmd.Process.Pid)
+		b.reaper.waited(cmd.Process.Pid)
 		close(ended)
 	}()
 	for {
-		procs, err := s.processes()
+		procs, err := t.members()
 		if err != nil {
 			return err
 		}

@@ -55,6 +55,10 @@ type persisted struct {
 	// Cgroup is the silo's cgroup v2 directory (cgroup_linux.go), "" on a
 	// machine that offers none.
 	Cgroup string `json:"cgroup,omitempty"`
+	// HostProcess is set for a HostProcess container, which runs in the
+	// host prefix (hostprocess_linux.go) and has no prefix, C: or
+	// wineserver of its own.
+	HostProcess *hostProcessState `json:"hostProcess,omitempty"`
 }
 
 const stateVersion = 1

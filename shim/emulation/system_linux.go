@@ -40,11 +40,15 @@ const (
 	phaseStopped
 )
 
-// system is one compute system: a Wine silo.
+// system is one compute system: a Wine silo, or a HostProcess container
+// (hostprocess_linux.go).
 type system struct {
-	b      *Backend
-	id     string
-	dir    string
+	b   *Backend
+	id  string
+	dir string
+	// prefix and cdir are the Wine prefix and the Linux directory of C:
+	// the system's processes run with: the silo's own, or the host
+	// prefix's.
 	prefix string
 	cdir   string
 	// opened is set for a system attached by Open: its wineserver is not
@@ -64,6 +68,9 @@ type system struct {
 	closed    bool
 	exitErr   error
 	started   time.Time
+	// ran is set once a process has run in the system: a HostProcess
+	// container stops when its last process has exited after that.
+	ran bool
 	// The wineserver, when this process started it.
 	server       *exec.Cmd
 	serverExited chan struct{}
@@ -80,12 +87,16 @@ type system struct {
 var _ compute.System = (*system)(nil)
 
 func newSystem(b *Backend, id, dir string, st *persisted, opened bool) *system {
+	prefix, cdir := filepath.Join(dir, prefixDir), filepath.Join(dir, cDir)
+	if st.HostProcess != nil {
+		prefix, cdir = b.hostPrefix(), b.hostDrive()
+	}
 	return &system{
 		b:           b,
 		id:          id,
 		dir:         dir,
-		prefix:      filepath.Join(dir, prefixDir),
-		cdir:        filepath.Join(dir, cDir),
+		prefix:      prefix,
+		cdir:        cdir,
 		opened:      opened,
 		st:          st,
 		done:        make(chan struct{}),
@@ -265,7 +276,7 @@ func (s *system) Close() error {
 		s.mu.Lock()
 		st := s.st
 		s.mu.Unlock()
-		err = teardown(context.Background(), s.dir, st)
+		err = s.b.removeSystem(context.Background(), s.dir, st)
 	default:
 	}
 	s.b.forget(s)

@@ -177,7 +177,7 @@ func TestParseStat(t *testing.T) {
 
 func TestResolveProgram(t *testing.T) {
 	c := t.TempDir()
-	for _, f := range []string{"Windows/System32/cmd.exe", "app/Tool.EXE", "app/data.bin", "probe.exe", "my dir/x.com", "tools/t.exe"} {
+	for _, f := range []string{"Windows/System32/cmd.exe", "app/Tool.EXE", "app/data.bin", "probe.exe", "my dir/x.com", "tools/t.exe", "tools/cmd.exe"} {
 		p := filepath.Join(c, filepath.FromSlash(f))
 		if err := os.MkdirAll(filepath.Dir(p), 0o755); err != nil {
 			t.Fatal(err)
@@ -187,8 +187,8 @@ func TestResolveProgram(t *testing.T) {
 		}
 	}
 	tests := []struct {
-		name, cwd, path, want string
-		wantErr               bool
+		name, cwd, first, path, want string
+		wantErr                      bool
 	}{
 		{name: "cmd", cwd: `C:\`, want: `C:\Windows\System32\cmd.exe`},
 		{name: "CMD.exe", cwd: `C:\`, want: `C:\Windows\System32\cmd.exe`},
@@ -203,6 +203,12 @@ func TestResolveProgram(t *testing.T) {
 		{name: `nothere`, cwd: `C:\`, wantErr: true},
 		{name: `C:\app`, cwd: `C:\`, wantErr: true},
 		{name: `D:\x.exe`, cwd: `C:\`, wantErr: true},
+		// A HostProcess container's mount point (first) comes before the
+		// working directory and system32, for bare and relative names.
+		{name: `cmd`, cwd: `C:\app`, first: `C:\tools`, want: `C:\tools\cmd.exe`},
+		{name: `tool`, cwd: `C:\app`, first: `C:\tools`, want: `C:\app\Tool.EXE`},
+		{name: `tools\cmd`, cwd: `C:\`, first: `C:\app`, want: `C:\tools\cmd.exe`},
+		{name: `System32\cmd`, cwd: `C:\app`, first: `C:\Windows`, want: `C:\Windows\System32\cmd.exe`},
 	}
 	for _, tc := range tests {
 		cwd, _ := cPath(tc.cwd)
@@ -210,7 +216,11 @@ func TestResolveProgram(t *testing.T) {
 		if err != nil {
 			t.Fatalf("resolve %s: %v", tc.cwd, err)
 		}
-		got, err := resolveProgram(c, tc.name, real, tc.path)
+		var first []string
+		if tc.first != "" {
+			first, _ = cPath(tc.first)
+		}
+		got, err := resolveProgram(c, tc.name, first, real, tc.path)
 		if tc.wantErr {
 			if err == nil {
 				t.Errorf("resolveProgram(%q in %s) = %q, want an error", tc.name, tc.cwd, got)
@@ -266,5 +276,91 @@ func TestReadKernelFile(t *testing.T) {
 	// A /proc file, whose size stat does not tell.
 	if b, err := readKernelFile("/proc/self/stat"); err != nil || !bytes.Contains(b, []byte(fmt.Sprintf("%d (", os.Getpid()))) {
 		t.Errorf("/proc/self/stat: %q, %v", b, err)
+	}
+}
+
+func TestHostProcessUser(t *testing.T) {
+	tests := []struct {
+		user    string
+		inherit bool
+		want    string
+		wantErr bool
+	}{
+		{user: `NT AUTHORITY\SYSTEM`, want: `NT AUTHORITY\SYSTEM`},
+		{user: `nt authority\LocalSystem`, want: `NT AUTHORITY\SYSTEM`},
+		{user: `NT AUTHORITY\Local Service`, want: `NT AUTHORITY\LOCAL SERVICE`},
+		{user: `NT AUTHORITY\LocalService`, want: `NT AUTHORITY\LOCAL SERVICE`},
+		{user: ` NT AUTHORITY\NETWORK SERVICE `, want: `NT AUTHORITY\NETWORK SERVICE`},
+		{user: `Administrators`, want: `Administrators`},
+		{user: `.\builder`, want: `.\builder`},
+		{user: `CONTOSO\svc`, want: `CONTOSO\svc`},
+		{user: `NT AUTHORITY\Nobody`, wantErr: true},
+		{user: `CONTOSO\`, wantErr: true},
+		{user: "", wantErr: true},
+		{user: "", inherit: true, want: ""},
+		{user: `NT AUTHORITY\Nobody`, inherit: true, want: `NT AUTHORITY\Nobody`},
+	}
+	for _, tc := range tests {
+		got, err := hostProcessUser(tc.user, tc.inherit)
+		if tc.wantErr {
+			if !errdefs.IsInvalidArgument(err) {
+				t.Errorf("hostProcessUser(%q, %v) = %q, %v, want invalid argument", tc.user, tc.inherit, got, err)
+			}
+			continue
+		}
+		if err != nil || got != tc.want {
+			t.Errorf("hostProcessUser(%q, %v) = %q, %v, want %q", tc.user, tc.inherit, got, err, tc.want)
+		}
+	}
+}
+
+func TestHostProcessArgs(t *testing.T) {
+	s := &system{id: "c1", st: &persisted{HostProcess: &hostProcessState{}}}
+	tests := []struct {
+		cmd, wd         string
+		wantCmd, wantWD string
+	}{
+		{cmd: `agent.exe -v`, wd: "", wantCmd: `agent.exe -v`, wantWD: `C:\hpc\c1`},
+		{cmd: `%CONTAINER_SANDBOX_MOUNT_POINT%\bin\agent.exe`, wd: `bin`, wantCmd: `C:\hpc\c1\bin\agent.exe`, wantWD: `C:\hpc\c1\bin`},
+		{cmd: `powershell -c $env:container_sandbox_mount_point\x.ps1`, wd: `\logs\`, wantCmd: `powershell -c C:\hpc\c1\x.ps1`, wantWD: `C:\hpc\c1\logs`},
+		{cmd: `x`, wd: `C:\var\log`, wantCmd: `x`, wantWD: `C:\var\log`},
+		{cmd: `x`, wd: `%CONTAINER_SANDBOX_MOUNT_POINT%\data`, wantCmd: `x`, wantWD: `C:\hpc\c1\data`},
+		{cmd: `x`, wd: `\\server\share`, wantCmd: `x`, wantWD: `\\server\share`},
+	}
+	for _, tc := range tests {
+		cmd, wd, user, err := s.hostProcessArgs(&compute.ProcessSettings{CommandLine: tc.cmd, WorkingDirectory: tc.wd, User: "Users"})
+		if err != nil || cmd != tc.wantCmd || wd != tc.wantWD || user != "Users" {
+			t.Errorf("hostProcessArgs(%q, %q) = %q, %q, %q, %v, want %q, %q", tc.cmd, tc.wd, cmd, wd, user, err, tc.wantCmd, tc.wantWD)
+		}
+	}
+	if _, _, _, err := s.hostProcessArgs(&compute.ProcessSettings{CommandLine: "x"}); !errdefs.IsInvalidArgument(err) {
+		t.Errorf("no user: %v, want invalid argument", err)
+	}
+}
+
+func TestHostProcessEnv(t *testing.T) {
+	got := hostProcessEnv([]string{
+		`Path=C:\Windows\System32;C:\hpc\c1\;C:\tools`,
+		`DATA=%CONTAINER_SANDBOX_MOUNT_POINT%\data`,
+		`CONTAINER_SANDBOX_MOUNT_POINT=C:\elsewhere`,
+	}, `C:\hpc\c1`)
+	want := []string{
+		`DATA=C:\hpc\c1\data`,
+		`CONTAINER_SANDBOX_MOUNT_POINT=C:\elsewhere`,
+		`CONTAINER_SANDBOX_MOUNT_POINT=C:\hpc\c1\`,
+		`PATH=C:\hpc\c1;C:\Windows\System32;C:\tools`,
+	}
+	if !slices.Equal(got, want) {
+		t.Errorf("hostProcessEnv = %q\nwant %q", got, want)
+	}
+	// processEnv keeps the last of a name: the mount point's, and the PATH
+	// with the mount point first goes to Wine as WINEPATH.
+	env, winPath := processEnv(got, "/p")
+	if !slices.Contains(env, `CONTAINER_SANDBOX_MOUNT_POINT=C:\hpc\c1\`) || slices.Contains(env, `CONTAINER_SANDBOX_MOUNT_POINT=C:\elsewhere`) ||
+		!slices.Contains(env, `WINEPATH=C:\hpc\c1;C:\Windows\System32;C:\tools`) || !strings.HasPrefix(winPath, `C:\hpc\c1;`) {
+		t.Errorf("processEnv = %q, %q", env, winPath)
+	}
+	if got := hostProcessEnv(nil, `C:\hpc\c1`); !slices.Equal(got, []string{`CONTAINER_SANDBOX_MOUNT_POINT=C:\hpc\c1\`, `PATH=C:\hpc\c1`}) {
+		t.Errorf("hostProcessEnv(nil) = %q", got)
 	}
 }

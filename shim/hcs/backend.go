@@ -6,7 +6,6 @@ import (
 	"fmt"
 	"io"
 	"runtime"
-	"strings"
 	"time"
 
 	"github.com/containerd/errdefs"
@@ -14,6 +13,7 @@ import (
 
 	"github.com/winproc/winproc/shim/compute"
 	"github.com/winproc/winproc/shim/hcs/schema2"
+	"github.com/winproc/winproc/shim/scratch"
 )
 
 // hcsAPI is what the backend needs of Windows: compute systems through
@@ -33,15 +33,9 @@ type hcsAPI interface {
 	removeCredentialGuard(id string) error
 	// layerID is hcsshim.NameToGuid(name).ToString().
 	layerID(name string) (string, error)
-	// activateLayer, prepareLayer, layerMountPath, unprepareLayer and
-	// deactivateLayer are hcsshim's layer functions on the layer directory
-	// path; expandScratch is hcsshim.ExpandScratchSize.
-	activateLayer(path string) error
-	prepareLayer(path string, parents []string) error
-	layerMountPath(path string) (string, error)
-	unprepareLayer(path string) error
-	deactivateLayer(path string) error
-	expandScratch(path string, size uint64) error
+	// Layers are hcsshim's layer functions on the layer directory path
+	// (scratch.Host).
+	scratch.Layers
 	// resolvePath is go-winio's fs.ResolvePath, which runhcs applies to
 	// every mapped directory: HCS mis-resolves a file's path through a
 	// symbolic link.
@@ -118,10 +112,6 @@ const (
 	// closeWaitTimeout bounds how long Close waits for the system's wait
 	// to notice the closed handle.
 	closeWaitTimeout = 5 * time.Second
-	// layerAttempts and layerRetryDelay are hcsshim's retry of scratch
-	// activation on ERROR_NOT_READY and ERROR_DEVICE_NOT_CONNECTED.
-	layerAttempts   = 5
-	layerRetryDelay = 100 * time.Millisecond
 )
 
 // Backend is the compute.Backend of Windows: process-isolated containers
@@ -129,11 +119,11 @@ const (
 type Backend struct {
 	api     hcsAPI
 	records records
+	scratch scratch.Mounter
 	drain   time.Duration
 	// Timings, shortened by tests.
 	lostProcessTimeout time.Duration
 	closeWaitTimeout   time.Duration
-	layerRetryDelay    time.Duration
 }
 
 var _ compute.Backend = (*Backend)(nil)
@@ -144,12 +134,17 @@ func newBackend(api hcsAPI, opts Options) *Backend {
 		drain = DefaultDrainTimeout
 	}
 	return &Backend{
-		api:                api,
-		records:            records{dir: opts.StateDir},
+		api:     api,
+		records: records{dir: opts.StateDir},
+		scratch: scratch.Mounter{
+			Layers:     api,
+			Fail:       func(what string, err error) error { return classify(what, err, api.facts(err)) },
+			NotReady:   func(err error) bool { return api.facts(err).LayerNotReady },
+			RetryDelay: scratch.RetryDelay,
+		},
 		drain:              drain,
 		lostProcessTimeout: lostProcessTimeout,
 		closeWaitTimeout:   closeWaitTimeout,
-		layerRetryDelay:    layerRetryDelay,
 	}
 }
 
@@ -236,12 +231,12 @@ func (b *Backend) Create(ctx context.Context, id string, s *compute.Settings) (c
 	}
 	undo := func() { b.releaseRecorded(ctx, rec) }
 	if s.SandboxSizeBytes > 0 {
-		if err := b.api.expandScratch(s.Layers.Scratch, s.SandboxSizeBytes); err != nil {
+		if err := b.api.Expand(s.Layers.Scratch, s.SandboxSizeBytes); err != nil {
 			b.removeRecord(ctx, id)
 			return nil, classify(fmt.Sprintf("compute system %s: expand the scratch layer %s to %d bytes", id, s.Layers.Scratch, s.SandboxSizeBytes), err, b.api.facts(err))
 		}
 	}
-	volume, err := b.mountScratch(ctx, s.Layers.Scratch, s.Layers.Parents)
+	volume, err := b.scratch.Mount(ctx, s.Layers.Scratch, s.Layers.Parents)
 	if err != nil {
 		b.removeRecord(ctx, id)
 		return nil, fmt.Errorf("compute system %s: %w", id, err)
@@ -287,83 +282,6 @@ func groupAffinities(a []compute.CPUGroupAffinity) []groupAffinity {
 	return out
 }
 
-// mountScratch activates and prepares the scratch over its parents and
-// returns its volume, undoing what it did on failure. Activation and
-// preparation are retried as hcsshim does when a loopback VHD is not ready.
-func (b *Backend) mountScratch(ctx context.Context, scratch string, parents []string) (string, error) {
-	for attempt := 1; ; attempt++ {
-		op, err := b.activateAndPrepare(scratch, parents)
-		if err == nil {
-			break
-		}
-		f := b.api.facts(err)
-		if !f.LayerNotReady || attempt == layerAttempts {
-			return "", classify(fmt.Sprintf("%s scratch layer %s", op, scratch), err, f)
-		}
-		log.G(ctx).WithError(err).WithField("scratch", scratch).Warnf("%s scratch layer: not ready; retrying", op)
-		select {
-		case <-time.After(b.layerRetryDelay):
-		case <-ctx.Done():
-			return "", ctx.Err()
-		}
-	}
-	mount, err := b.api.layerMountPath(scratch)
-	if err != nil {
-		err = classify(fmt.Sprintf("volume of scratch layer %s", scratch), err, b.api.facts(err))
-	} else if strings.TrimRight(mount, `\`) == "" {
-		err = fmt.Errorf("the scratch layer %s has no volume once activated: is it a process-isolation scratch (sandbox.vhdx)?: %w", scratch, errdefs.ErrFailedPrecondition)
-	}
-	if err != nil {
-		if uerr := b.releaseScratch(scratch); uerr != nil {
-			log.G(ctx).WithError(uerr).WithField("scratch", scratch).Warn("release the scratch layer after a failure")
-		}
-		return "", err
-	}
-	return mount, nil
-}
-
-// activateAndPrepare is ActivateLayer then PrepareLayer, deactivating
-// again when the prepare fails. It returns the step that failed and
-// hcsshim's error.
-func (b *Backend) activateAndPrepare(scratch string, parents []string) (string, error) {
-	if err := b.api.activateLayer(scratch); err != nil {
-		return "activate", err
-	}
-	if err := b.api.prepareLayer(scratch, parents); err != nil {
-		if derr := b.api.deactivateLayer(scratch); derr != nil {
-			log.L.WithError(derr).WithField("scratch", scratch).Warn("deactivate the scratch layer after a failed prepare")
-		}
-		return "prepare", err
-	}
-	return "", nil
-}
-
-// releaseScratch undoes mountScratch: UnprepareLayer, then DeactivateLayer,
-// both attempted. The scratch is released once DeactivateLayer succeeded;
-// an UnprepareLayer error is still reported.
-func (b *Backend) releaseScratch(scratch string) error {
-	var errs []error
-	if err := b.api.unprepareLayer(scratch); err != nil {
-		errs = append(errs, classify(fmt.Sprintf("unprepare scratch layer %s", scratch), err, b.api.facts(err)))
-	}
-	if err := b.api.deactivateLayer(scratch); err != nil {
-		errs = append(errs, &deactivateError{classify(fmt.Sprintf("deactivate scratch layer %s", scratch), err, b.api.facts(err))})
-	}
-	return errors.Join(errs...)
-}
-
-// deactivateError marks a failed DeactivateLayer: the scratch is still
-// active, so its record stays.
-type deactivateError struct{ err error }
-
-func (e *deactivateError) Error() string { return e.err.Error() }
-func (e *deactivateError) Unwrap() error { return e.err }
-
-func stillActive(err error) bool {
-	var d *deactivateError
-	return errors.As(err, &d)
-}
-
 // releaseRecorded releases what rec says a system that is not running
 // holds, its Container Credential Guard instance and its scratch, and
 // forgets it once the scratch is released. Failures are logged only.
@@ -382,11 +300,11 @@ func (b *Backend) release(rec record) error {
 			errs = append(errs, classify(fmt.Sprintf("remove the Container Credential Guard instance of %s", rec.ID), err, b.api.facts(err)))
 		}
 	}
-	err := b.releaseScratch(rec.Scratch)
+	err := b.scratch.Release(rec.Scratch)
 	if err != nil {
 		errs = append(errs, err)
 	}
-	if !stillActive(err) {
+	if !scratch.StillActive(err) {
 		if rerr := b.records.remove(rec.ID); rerr != nil {
 			errs = append(errs, rerr)
 		}

@@ -13,6 +13,7 @@ import (
 
 	"github.com/winproc/winproc/shim/compute"
 	"github.com/winproc/winproc/shim/hcs/schema2"
+	"github.com/winproc/winproc/shim/scratch"
 )
 
 func createSettings() *compute.Settings {
@@ -271,15 +272,15 @@ func TestCreateRetriesLayerNotReady(t *testing.T) {
 	}
 
 	b, a = testBackend(t)
-	for range layerAttempts {
+	for range scratch.Attempts {
 		a.failNext("activate", syscall.Errno(21))
 	}
 	_, err := b.Create(context.Background(), "c", createSettings())
 	if !errors.Is(err, syscall.Errno(21)) {
 		t.Fatalf("Create = %v", err)
 	}
-	if n := len(a.layerCalls()); n != layerAttempts {
-		t.Errorf("%d activations, want %d", n, layerAttempts)
+	if n := len(a.layerCalls()); n != scratch.Attempts {
+		t.Errorf("%d activations, want %d", n, scratch.Attempts)
 	}
 }
 

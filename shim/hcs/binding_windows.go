@@ -27,6 +27,9 @@ var (
 
 	procNtOpenJobObject = ntdll.NewProc("NtOpenJobObject")
 
+	kernel32                    = windows.NewLazySystemDLL("kernel32.dll")
+	procSetInformationJobObject = kernel32.NewProc("SetInformationJobObject")
+
 	// eventCallback is the one HCS_EVENT_CALLBACK: Windows keeps a
 	// limited number of callbacks, so every handle shares it, and its
 	// context is the hcsEvents key.
@@ -478,6 +481,15 @@ func (b computecoreBinding) setSiloAffinity(id string, affinity []groupAffinity)
 	for i, a := range affinity {
 		groups[i] = winGroupAffinity{Mask: uintptr(a.Mask), Group: a.Group}
 	}
-	_, err = windows.SetInformationJobObject(job, windows.JobObjectGroupInformationEx, uintptr(unsafe.Pointer(&groups[0])), uint32(len(groups))*uint32(unsafe.Sizeof(groups[0])))
-	return err
+	// x/sys's SetInformationJobObject takes the pointer as a uintptr
+	// parameter, so it is converted in this proc's call expression instead
+	// (unsafe.Pointer rule 4).
+	if err := find(procSetInformationJobObject); err != nil {
+		return err
+	}
+	r, _, e := syscall.SyscallN(procSetInformationJobObject.Addr(), uintptr(job), windows.JobObjectGroupInformationEx, uintptr(unsafe.Pointer(&groups[0])), uintptr(uint32(len(groups))*uint32(unsafe.Sizeof(groups[0]))))
+	if r == 0 {
+		return e
+	}
+	return nil
 }

@@ -4,10 +4,8 @@ package hcs
 
 import (
 	"context"
-	"os"
 	"os/exec"
 	"path/filepath"
-	"strings"
 	"testing"
 	"time"
 
@@ -33,21 +31,9 @@ func TestComputecoreBindingUnderWine(t *testing.T) {
 	if b, err := cc.CombinedOutput(); err != nil {
 		t.Fatalf("build the stand-in of computecore.dll: %v\n%s", err, b)
 	}
-	for _, tc := range []struct {
-		name  string
-		flags []string
-	}{
-		{"as built", nil},
-		{"stack moved at every call", []string{"-gcflags=all=-d=maymorestack=runtime.mayMoreStackMove"}},
-	} {
-		t.Run(tc.name, func(t *testing.T) {
-			exe := filepath.Join(dir, strings.ReplaceAll(tc.name, " ", "-")+".test.exe")
-			args := append([]string{"test", "-c", "-o", exe}, tc.flags...)
-			build := exec.CommandContext(ctx, "go", append(args, ".")...)
-			build.Env = append(os.Environ(), "GOOS=windows", "GOARCH=amd64", "CGO_ENABLED=0")
-			if b, err := build.CombinedOutput(); err != nil {
-				t.Fatalf("build the Windows tests: %v\n%s", err, b)
-			}
+	for _, tc := range winetest.BindingBuilds {
+		t.Run(tc.Name, func(t *testing.T) {
+			exe := winetest.BuildTests(ctx, t, dir, tc.Name, tc.Flags...)
 			cmd := winetest.Command(ctx, t, prefix, exe, "-test.run", "^TestComputecoreBinding$", "-test.v")
 			cmd.Env = append(cmd.Env, "WINPROC_FAKE_COMPUTECORE="+winPath(dll))
 			out, err := cmd.CombinedOutput()

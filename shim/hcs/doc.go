@@ -23,8 +23,8 @@
 //	stats.go    Statistics and ProcessList to compute.Stats, ProcessInfo
 //	backend.go  Create (layer mounting, gMSA, affinity, undo), Open
 //	system.go   compute.System: Start, Shutdown, Terminate, Modify, Wait
-//	process.go  compute.Process: exit handling, Signal, Kill, console
-//	relay.go    stdio copying between HCS's pipes and the caller's streams
+//	process.go  compute.Process: exit handling, Signal, Kill, console;
+//	            stdio copied by shim/relay
 //	record.go   the per-system record of what it holds, for Open
 //
 // The Windows tests (hcs_windows_test.go) need no HCS: they call the

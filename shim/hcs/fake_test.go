@@ -142,23 +142,23 @@ func (a *fakeAPI) layerID(name string) (string, error) {
 	return "guid-of-" + name, nil
 }
 
-func (a *fakeAPI) activateLayer(path string) error { return a.call("activate", path) }
+func (a *fakeAPI) Activate(path string) error { return a.call("activate", path) }
 
-func (a *fakeAPI) prepareLayer(path string, parents []string) error {
+func (a *fakeAPI) Prepare(path string, parents []string) error {
 	return a.call("prepare", append([]string{path}, parents...)...)
 }
 
-func (a *fakeAPI) layerMountPath(path string) (string, error) {
+func (a *fakeAPI) MountPath(path string) (string, error) {
 	if err := a.call("mountPath", path); err != nil {
 		return "", err
 	}
 	return a.mountPath, nil
 }
 
-func (a *fakeAPI) unprepareLayer(path string) error  { return a.call("unprepare", path) }
-func (a *fakeAPI) deactivateLayer(path string) error { return a.call("deactivate", path) }
+func (a *fakeAPI) Unprepare(path string) error  { return a.call("unprepare", path) }
+func (a *fakeAPI) Deactivate(path string) error { return a.call("deactivate", path) }
 
-func (a *fakeAPI) expandScratch(path string, size uint64) error {
+func (a *fakeAPI) Expand(path string, size uint64) error {
 	return a.call("expand", path, fmt.Sprint(size))
 }
 
@@ -836,7 +836,7 @@ func testBackend(t *testing.T) (*Backend, *fakeAPI) {
 	b := newBackend(a, Options{StateDir: winetest.TempDir(t), DrainTimeout: 200 * time.Millisecond})
 	b.lostProcessTimeout = 200 * time.Millisecond
 	b.closeWaitTimeout = time.Second
-	b.layerRetryDelay = time.Millisecond
+	b.scratch.RetryDelay = time.Millisecond
 	t.Cleanup(func() {
 		a.hcs.wg.Wait()
 		for _, m := range a.hcs.misused() {

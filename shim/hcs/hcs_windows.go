@@ -9,6 +9,8 @@ import (
 	"github.com/Microsoft/hcsshim"
 	"github.com/Microsoft/hcsshim/osversion"
 	"golang.org/x/sys/windows"
+
+	"github.com/winproc/winproc/shim/scratch"
 )
 
 // This file gives the backend its Windows: compute systems through
@@ -18,11 +20,12 @@ import (
 
 // New returns the HCS backend.
 func New(opts Options) (*Backend, error) {
-	return newBackend(windowsAPI{&computeCore{api: newComputecoreBinding(computecoreDLL())}}, opts), nil
+	return newBackend(windowsAPI{computeCore: &computeCore{api: newComputecoreBinding(computecoreDLL())}}, opts), nil
 }
 
 type windowsAPI struct {
 	*computeCore
+	scratch.Host
 }
 
 var _ hcsAPI = windowsAPI{}
@@ -33,35 +36,6 @@ func (windowsAPI) layerID(name string) (string, error) {
 		return "", err
 	}
 	return g.ToString(), nil
-}
-
-// The layer functions join DriverInfo.HomeDir and the id; an empty HomeDir
-// and the layer's full path is the path itself (as hcsshim's wclayer tool
-// calls them).
-var layerDriver = hcsshim.DriverInfo{}
-
-func (windowsAPI) activateLayer(path string) error {
-	return hcsshim.ActivateLayer(layerDriver, path)
-}
-
-func (windowsAPI) prepareLayer(path string, parents []string) error {
-	return hcsshim.PrepareLayer(layerDriver, path, parents)
-}
-
-func (windowsAPI) layerMountPath(path string) (string, error) {
-	return hcsshim.GetLayerMountPath(layerDriver, path)
-}
-
-func (windowsAPI) unprepareLayer(path string) error {
-	return hcsshim.UnprepareLayer(layerDriver, path)
-}
-
-func (windowsAPI) deactivateLayer(path string) error {
-	return hcsshim.DeactivateLayer(layerDriver, path)
-}
-
-func (windowsAPI) expandScratch(path string, size uint64) error {
-	return hcsshim.ExpandScratchSize(layerDriver, path, size)
 }
 
 func (windowsAPI) resolvePath(path string) (string, error) {

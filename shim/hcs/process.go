@@ -12,6 +12,7 @@ import (
 	"github.com/containerd/log"
 
 	"github.com/winproc/winproc/shim/compute"
+	"github.com/winproc/winproc/shim/relay"
 )
 
 // process is a compute.Process over a process handle.
@@ -24,7 +25,7 @@ type process struct {
 	hp       hcsProcess
 	pid      int
 	terminal bool
-	relay    *relay
+	relay    *relay.Relay
 
 	exited chan struct{} // closed once HCS reported the exit
 	done   chan struct{} // closed once exited and the output is drained
@@ -53,7 +54,7 @@ func newProcess(s *system, hp hcsProcess, ps *compute.ProcessSettings, stdin io.
 		defer cancel()
 		return hp.CloseStdin(ctx)
 	}
-	p.relay = startRelay(stdin, stdout, stderr, ps.Stdin, ps.Stdout, ps.Stderr, closeStdin, logger)
+	p.relay = relay.Start(stdin, stdout, stderr, ps.Stdin, ps.Stdout, ps.Stderr, closeStdin, logger)
 	return p
 }
 
@@ -71,15 +72,15 @@ func (p *process) wait() {
 	p.mu.Unlock()
 	close(p.exited)
 	p.sys.forget(p)
-	p.relay.closeStdinPipe()
+	p.relay.CloseStdinPipe()
 
 	t := time.NewTimer(p.sys.b.drain)
 	select {
-	case <-p.relay.outputDone:
+	case <-p.relay.OutputDone():
 	case <-t.C:
 		log.L.WithFields(log.Fields{"id": p.sys.id, "pid": p.pid, "timeout": p.sys.b.drain}).
 			Warn("process output still open after its exit (held by a process it started?); no longer copied")
-		p.relay.closeOutput()
+		p.relay.CloseOutput()
 	}
 	t.Stop()
 	close(p.done)
@@ -236,10 +237,10 @@ func (p *process) CloseStdin(ctx context.Context) error {
 	if err := p.check(); err != nil {
 		return err
 	}
-	if p.relay.in == nil {
+	if !p.relay.HasStdin() {
 		return nil
 	}
-	if err := p.relay.closeStdin(); err != nil {
+	if err := p.relay.CloseStdin(); err != nil {
 		var ws []error
 		for _, e := range unjoin(err) {
 			if e != nil && !p.sys.b.api.facts(e).AlreadyClosed {
@@ -271,8 +272,8 @@ func (p *process) Close() error {
 	}
 	p.closed = true
 	p.mu.Unlock()
-	p.relay.closeStdinPipe()
-	p.relay.closeOutput()
+	p.relay.CloseStdinPipe()
+	p.relay.CloseOutput()
 	if err := p.hp.Close(); err != nil && !p.sys.b.api.facts(err).AlreadyClosed {
 		return p.fail("close", err)
 	}

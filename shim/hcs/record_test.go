@@ -3,10 +3,7 @@ package hcs
 import (
 	"os"
 	"path/filepath"
-	"strings"
 	"testing"
-
-	"github.com/containerd/errdefs"
 
 	"github.com/winproc/winproc/internal/winetest"
 )
@@ -71,18 +68,5 @@ func TestNoRecords(t *testing.T) {
 	}
 	if err := r.remove("a"); err != nil {
 		t.Error(err)
-	}
-}
-
-func TestCheckID(t *testing.T) {
-	for _, id := range []string{"a", "0", "ctr-1", "pod_1.web", strings.Repeat("a", 200), "9f86d081884c7d659a2feaa0c55ad015a3bf4f1b2b0b822cd15d6c15b0f00a08"} {
-		if err := checkID(id); err != nil {
-			t.Errorf("checkID(%q): %v", id, err)
-		}
-	}
-	for _, id := range []string{"", ".", "..", "-a", ".hidden", `a\b`, "a/b", "a:b", "a b", strings.Repeat("a", 201)} {
-		if err := checkID(id); !errdefs.IsInvalidArgument(err) {
-			t.Errorf("checkID(%q) = %v, want invalid", id, err)
-		}
 	}
 }

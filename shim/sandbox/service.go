@@ -31,6 +31,7 @@ import (
 
 	"github.com/winproc/winproc/cri"
 	"github.com/winproc/winproc/shim/pauseimage"
+	"github.com/winproc/winproc/shim/process"
 	taskservice "github.com/winproc/winproc/shim/task"
 	"github.com/winproc/winproc/winbuild"
 )
@@ -62,6 +63,9 @@ type pod struct {
 	image     string
 	createdAt time.Time
 	spec      *specs.Spec
+	// hostProcess is set for a HostProcess pod, which has no pause
+	// container (hostprocess.go).
+	hostProcess *hostProcessSandbox
 }
 
 // specTypeURL is the type URL containerd registers for an OCI spec, which
@@ -105,7 +109,16 @@ func (s *Service) CreateSandbox(ctx context.Context, r *sandboxAPI.CreateSandbox
 		return nil, fmt.Errorf("sandbox %s: this shim already serves sandbox %s: %w", r.SandboxID, s.pod.id, errdefs.ErrAlreadyExists)
 	}
 	s.pod = &pod{id: r.SandboxID, settings: settings, image: s.pauseImage, createdAt: time.Now()}
+	if settings.HostProcess {
+		s.pod.image = ""
+		s.pod.hostProcess = newHostProcessSandbox()
+		s.pod.spec = hostProcessPodSpec(r.SandboxID)
+	}
 	s.mu.Unlock()
+	s.tasks.SetPodKind(settings.HostProcess)
+	if settings.HostProcess {
+		return &sandboxAPI.CreateSandboxResponse{}, nil
+	}
 	defer func() {
 		if retErr != nil {
 			s.mu.Lock()
@@ -181,8 +194,12 @@ func (s *Service) StartSandbox(ctx context.Context, r *sandboxAPI.StartSandboxRe
 	if err != nil {
 		return nil, err
 	}
-	pid, err := s.tasks.StartProcess(ctx, r.SandboxID, "")
-	if err != nil {
+	var pid uint32
+	if p.hostProcess != nil {
+		s.mu.Lock()
+		p.hostProcess.started = true
+		s.mu.Unlock()
+	} else if pid, err = s.tasks.StartProcess(ctx, r.SandboxID, ""); err != nil {
 		return nil, err
 	}
 	// containerd hands the sandbox's spec to NRI plugins.
@@ -210,8 +227,15 @@ func (s *Service) Platform(ctx context.Context, r *sandboxAPI.PlatformRequest) (
 // the timeout. Stopping a stopped sandbox is fine.
 func (s *Service) StopSandbox(ctx context.Context, r *sandboxAPI.StopSandboxRequest) (_ *sandboxAPI.StopSandboxResponse, retErr error) {
 	defer func() { retErr = errgrpc.ToGRPC(retErr) }()
-	if _, err := s.get(r.SandboxID); err != nil {
+	p, err := s.get(r.SandboxID)
+	if err != nil {
 		return nil, err
+	}
+	if p.hostProcess != nil {
+		s.mu.Lock()
+		p.hostProcess.stop()
+		s.mu.Unlock()
+		return &sandboxAPI.StopSandboxResponse{}, nil
 	}
 	timeout := defaultStopTimeout
 	if r.TimeoutSecs > 0 {
@@ -262,8 +286,16 @@ func (s *Service) kill(ctx context.Context, id string, sig syscall.Signal) error
 // WaitSandbox returns once the sandbox has stopped and is torn down.
 func (s *Service) WaitSandbox(ctx context.Context, r *sandboxAPI.WaitSandboxRequest) (_ *sandboxAPI.WaitSandboxResponse, retErr error) {
 	defer func() { retErr = errgrpc.ToGRPC(retErr) }()
-	if _, err := s.get(r.SandboxID); err != nil {
+	p, err := s.get(r.SandboxID)
+	if err != nil {
 		return nil, err
+	}
+	if p.hostProcess != nil {
+		exitedAt, err := p.hostProcess.wait(ctx)
+		if err != nil {
+			return nil, err
+		}
+		return &sandboxAPI.WaitSandboxResponse{ExitedAt: protobuf.ToTimestamp(exitedAt)}, nil
 	}
 	exit, exitedAt, err := s.tasks.WaitProcess(ctx, r.SandboxID, "")
 	if err != nil {
@@ -280,7 +312,7 @@ func (s *Service) SandboxStatus(ctx context.Context, r *sandboxAPI.SandboxStatus
 	if err != nil {
 		return nil, err
 	}
-	_, st, err := s.tasks.ProcessState(r.SandboxID, "")
+	st, err := s.pauseState(p)
 	if err != nil {
 		return nil, err
 	}
@@ -311,6 +343,25 @@ func (s *Service) SandboxStatus(ctx context.Context, r *sandboxAPI.SandboxStatus
 	return resp, nil
 }
 
+// pauseState is the state of the pod's pause process; a HostProcess pod's
+// sandbox has no process, and is running from its start to its stop.
+func (s *Service) pauseState(p *pod) (process.State, error) {
+	if p.hostProcess == nil {
+		_, st, err := s.tasks.ProcessState(p.id, "")
+		return st, err
+	}
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	st := process.State{ID: p.id, Status: task.Status_CREATED}
+	switch {
+	case p.hostProcess.isStopped():
+		st.Status, st.ExitedAt = task.Status_STOPPED, p.hostProcess.exitedAt
+	case p.hostProcess.started:
+		st.Status = task.Status_RUNNING
+	}
+	return st, nil
+}
+
 // PingSandbox answers while the shim serves the sandbox.
 func (s *Service) PingSandbox(ctx context.Context, r *sandboxAPI.PingRequest) (*sandboxAPI.PingResponse, error) {
 	if _, err := s.get(r.SandboxID); err != nil {
@@ -325,14 +376,19 @@ func (s *Service) PingSandbox(ctx context.Context, r *sandboxAPI.PingRequest) (*
 // must still go.
 func (s *Service) ShutdownSandbox(ctx context.Context, r *sandboxAPI.ShutdownSandboxRequest) (_ *sandboxAPI.ShutdownSandboxResponse, retErr error) {
 	defer func() { retErr = errgrpc.ToGRPC(retErr) }()
-	if _, err := s.get(r.SandboxID); err == nil {
-		if err := s.stop(ctx, r.SandboxID, defaultStopTimeout); err != nil {
-			return nil, err
-		}
-		if _, err := s.tasks.DeleteProcess(ctx, r.SandboxID, ""); err != nil && !errdefs.IsNotFound(err) {
-			return nil, err
+	if p, err := s.get(r.SandboxID); err == nil {
+		if p.hostProcess == nil {
+			if err := s.stop(ctx, r.SandboxID, defaultStopTimeout); err != nil {
+				return nil, err
+			}
+			if _, err := s.tasks.DeleteProcess(ctx, r.SandboxID, ""); err != nil && !errdefs.IsNotFound(err) {
+				return nil, err
+			}
 		}
 		s.mu.Lock()
+		if p.hostProcess != nil {
+			p.hostProcess.stop()
+		}
 		s.pod = nil
 		s.mu.Unlock()
 	}

@@ -108,7 +108,7 @@ func processDumpsFrom(a map[string]string) (*compute.ProcessDumps, error) {
 // containerdnames.Annotations, which containerd's config forwards, must be
 // this list.
 func HonouredAnnotations() []string {
-	keys := append(append([]string(nil), gmsaAnnotations...), dumpAnnotations...)
+	keys := append(append([]string{annotations.HostProcessInheritUser}, gmsaAnnotations...), dumpAnnotations...)
 	for k := range resourceAnnotations {
 		keys = append(keys, k)
 	}

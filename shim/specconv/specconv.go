@@ -41,15 +41,6 @@ func FromSpec(spec *specs.Spec, rootfs []mount.Mount, hostCPUs int) (*compute.Se
 	if err := checkSpecFields(spec); err != nil {
 		return nil, nil, err
 	}
-	// containerd's CRI marks a HostProcess container with this annotation.
-	// HostProcess pods are refused at RunPodSandbox (package cri); this
-	// refuses a HostProcess container in an ordinary pod, which containerd
-	// itself also refuses, where its spec reaches the shim.
-	if v := spec.Annotations[annotations.HostProcessContainer]; strings.EqualFold(v, "true") {
-		return nil, nil, fmt.Errorf("annotation %s=%s: HostProcess containers are not supported by winproc; run them with a runhcs RuntimeClass, or remove hostProcess from the container's windowsOptions: %w",
-			annotations.HostProcessContainer, v, errdefs.ErrNotImplemented)
-	}
-
 	var s compute.Settings
 	var err error
 	if s.Layers, err = layersFrom(rootfs, w.LayerFolders); err != nil {
@@ -96,6 +87,11 @@ func FromSpec(spec *specs.Spec, rootfs []mount.Mount, hostCPUs int) (*compute.Se
 	p, err := processFrom(spec.Process, "spec.process")
 	if err != nil {
 		return nil, nil, err
+	}
+	if IsHostProcess(spec) {
+		if err := hostProcessFrom(spec, &s, p); err != nil {
+			return nil, nil, err
+		}
 	}
 	return &s, p, nil
 }

@@ -27,6 +27,9 @@ type container struct {
 	bundle string
 	system compute.System
 	init   *process.Process
+	// hostProcess is set for a HostProcess container, whose execs'
+	// working directories are read as its init's.
+	hostProcess bool
 	// release frees what the task's rootfs holds beyond the compute system
 	// (the sandbox's pause snapshot and lease); nil for containerd's tasks,
 	// whose rootfs containerd owns.

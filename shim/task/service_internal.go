@@ -11,6 +11,7 @@ import (
 	"syscall"
 	"time"
 
+	"github.com/Microsoft/hcsshim/pkg/annotations"
 	eventstypes "github.com/containerd/containerd/api/events"
 	"github.com/containerd/containerd/api/types/task"
 	"github.com/containerd/containerd/v2/core/events"
@@ -43,7 +44,40 @@ type Service struct {
 
 	mu         sync.Mutex
 	containers map[string]*container
+	// podKind is the pod's HostProcess flag once known: from the sandbox
+	// service (shim mode), or the pause container's spec (podsandbox
+	// mode). Every container of the pod must be of its kind.
+	podKind *bool
 }
+
+// SetPodKind records whether the pod the shim serves is a HostProcess pod.
+func (s *Service) SetPodKind(hostProcess bool) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.podKind = &hostProcess
+}
+
+// checkPodKind refuses a container whose HostProcess flag is not its
+// pod's, and learns the pod's kind from its pause container (podsandbox
+// mode: containerd's CRI marks it with io.kubernetes.cri.container-type
+// sandbox).
+func (s *Service) checkPodKind(spec *specs.Spec) error {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if spec.Annotations[annotations.KubernetesContainerType] == criSandbox && s.podKind == nil {
+		hp := specconv.IsHostProcess(spec)
+		s.podKind = &hp
+		return nil
+	}
+	if s.podKind == nil {
+		return nil
+	}
+	return specconv.CheckPodKind(spec, *s.podKind)
+}
+
+// criSandbox is the container type containerd's CRI gives a pod's pause
+// container (annotations.KubernetesContainerType).
+const criSandbox = "sandbox"
 
 // New returns a task service.
 func New(backend compute.Backend, publisher events.Publisher, sd shutdown.Service, checkImage func(ctx context.Context, id string) error) *Service {
@@ -102,7 +136,12 @@ func (s *Service) CreateTask(ctx context.Context, id, bundle string, rootfs []mo
 	if err != nil {
 		return err
 	}
-	if s.checkImage != nil {
+	if err := s.checkPodKind(spec); err != nil {
+		return fmt.Errorf("task %s: %w", id, err)
+	}
+	// A HostProcess container runs on the host, not on its image's
+	// Windows: its image may be built for any build (KEP-1981).
+	if s.checkImage != nil && !specconv.IsHostProcess(spec) {
 		if err := s.checkImage(ctx, id); err != nil {
 			return err
 		}
@@ -129,7 +168,7 @@ func (s *Service) create(ctx context.Context, id, bundle string, spec *specs.Spe
 		log.G(ctx).WithField("task", id).Warnf("CPU count %d is more than the host's %d processors; using %d",
 			settings.Resources.RequestedCPUCount, s.backend.HostCPUs(), settings.Resources.CPUCount)
 	}
-	c := &container{id: id, bundle: bundle, execs: map[string]*process.Process{}, release: release}
+	c := &container{id: id, bundle: bundle, execs: map[string]*process.Process{}, release: release, hostProcess: settings.HostProcess != nil}
 	c.init = process.New(id, procSettings, stdio, process.Hooks{
 		OnExit: c.teardown,
 		Notify: s.exitNotifier(id),
@@ -137,7 +176,12 @@ func (s *Service) create(ctx context.Context, id, bundle string, spec *specs.Spe
 	if err := c.init.Connect(ctx); err != nil {
 		return fmt.Errorf("task %s: %w", id, err)
 	}
-	sys, err := s.backend.Create(ctx, id, settings)
+	var sys compute.System
+	if settings.HostProcess != nil && spec.Annotations[annotations.KubernetesContainerType] == criSandbox {
+		sys = newHostProcessPod(id)
+	} else {
+		sys, err = s.backend.Create(ctx, id, settings)
+	}
 	if err != nil {
 		c.init.Abandon()
 		return fmt.Errorf("create compute system for task %s: %w", id, err)
@@ -194,6 +238,9 @@ func (s *Service) ExecProcess(ctx context.Context, id, execID string, spec *spec
 	settings, err := specconv.ProcessFromSpec(spec)
 	if err != nil {
 		return fmt.Errorf("exec %s: %w", execID, err)
+	}
+	if c.hostProcess {
+		settings.WorkingDirectory = specconv.HostProcessWorkingDir(settings.WorkingDirectory)
 	}
 	p := process.New(execID, settings, stdio, process.Hooks{Notify: s.exitNotifier(id)})
 	if err := c.addExec(p); err != nil {

@@ -245,8 +245,8 @@ func TestErrors(t *testing.T) {
 		{"exec in created task", func() error {
 			return second(h.svc.Exec(h.ctx, &taskAPI.ExecProcessRequest{ID: "c1", ExecID: "e", Spec: &anypb.Any{Value: []byte(`{}`)}}))
 		}, errdefs.IsFailedPrecondition},
-		{"kill with SIGHUP", func() error {
-			return second(h.svc.Kill(h.ctx, &taskAPI.KillRequest{ID: "c1", Signal: uint32(syscall.SIGHUP)}))
+		{"kill with SIGQUIT", func() error {
+			return second(h.svc.Kill(h.ctx, &taskAPI.KillRequest{ID: "c1", Signal: uint32(syscall.SIGQUIT)}))
 		}, errdefs.IsFailedPrecondition},
 		{"pause", func() error { return second(h.svc.Pause(h.ctx, &taskAPI.PauseRequest{ID: "c1"})) }, errdefs.IsNotImplemented},
 		{"resume", func() error { return second(h.svc.Resume(h.ctx, &taskAPI.ResumeRequest{ID: "c1"})) }, errdefs.IsNotImplemented},

@@ -1,17 +1,21 @@
 package differ
 
 import (
+	"archive/tar"
 	"context"
 	"encoding/json"
 	"errors"
 	"fmt"
+	"io"
 	"strings"
 
 	"github.com/containerd/containerd/v2/core/content"
+	"github.com/containerd/containerd/v2/pkg/archive/compression"
 	"github.com/containerd/log"
 	"github.com/opencontainers/go-digest"
 	ocispec "github.com/opencontainers/image-spec/specs-go/v1"
 
+	"github.com/winproc/winproc/snapshotter/layermount"
 	"github.com/winproc/winproc/winbuild"
 )
 
@@ -27,6 +31,8 @@ const (
 // for a Windows build this host cannot run. A layer no manifest claims, or
 // one whose images declare no os.version, is let through with a warning: the
 // shim checks again, with the image in hand, when it creates the container.
+// Apply then refuses only a layer that holds a Windows base
+// (refuseBaseLayer).
 func (d *Differ) checkBuild(ctx context.Context, layer digest.Digest) error {
 	var (
 		refused []error
@@ -105,4 +111,56 @@ func (d *Differ) imageName(ctx context.Context, manifest digest.Digest) string {
 		}
 	}
 	return manifest.String()
+}
+
+// refuseBaseLayer decides a layer whose images checkBuild refused with
+// mismatch: a layer that holds a Windows base OS (registry hives,
+// Hives/) is refused, before anything of it is written. Any other layer is
+// let through: an image with no Windows base of the host's build cannot
+// run process-isolated at all, and the shim refuses such a container at
+// create with the same message, while a HostProcess container, which runs
+// on the host and not on its image's Windows, may use it (KEP-1981: the
+// HostProcess base image and images built on it carry no hives, whatever
+// build they name). An image built on a Windows base image (nanoserver,
+// servercore) is refused here whatever it is for: its base layer's build
+// must be one the host runs.
+func (d *Differ) refuseBaseLayer(ctx context.Context, desc ocispec.Descriptor, mismatch error) error {
+	base, err := d.holdsWindowsBase(ctx, desc)
+	if err != nil {
+		return fmt.Errorf("read layer %s for a Windows base: %w", desc.Digest, err)
+	}
+	if base {
+		return mismatch
+	}
+	log.G(ctx).WithField("layer", desc.Digest).Infof("layer applied although %v: it holds no Windows base, so only HostProcess containers can run its images", mismatch)
+	return nil
+}
+
+// holdsWindowsBase reports whether the layer's tar has a Hives/ entry:
+// headers only, one more read of a layer that is about to be refused.
+func (d *Differ) holdsWindowsBase(ctx context.Context, desc ocispec.Descriptor) (bool, error) {
+	ra, err := d.content.ReaderAt(ctx, desc)
+	if err != nil {
+		return false, err
+	}
+	defer ra.Close()
+	dr, err := compression.DecompressStream(content.NewReader(ra))
+	if err != nil {
+		return false, err
+	}
+	defer dr.Close()
+	tr := tar.NewReader(dr)
+	for {
+		h, err := tr.Next()
+		if err == io.EOF {
+			return false, nil
+		}
+		if err != nil {
+			return false, err
+		}
+		name := strings.ToLower(strings.TrimPrefix(strings.ReplaceAll(h.Name, `\`, "/"), "./"))
+		if name == strings.ToLower(layermount.HivesDir) || strings.HasPrefix(name, strings.ToLower(layermount.HivesDir)+"/") {
+			return true, nil
+		}
+	}
 }

@@ -96,7 +96,9 @@ func (d *Differ) Apply(ctx context.Context, desc ocispec.Descriptor, mounts []mo
 		return ocispec.Descriptor{}, fmt.Errorf("apply layer %s: %w", desc.Digest, err)
 	}
 	if err := d.checkBuild(ctx, desc.Digest); err != nil {
-		return ocispec.Descriptor{}, err
+		if err := d.refuseBaseLayer(ctx, desc, err); err != nil {
+			return ocispec.Descriptor{}, err
+		}
 	}
 
 	ra, err := d.content.ReaderAt(ctx, desc)

@@ -119,10 +119,11 @@ func (f *fixture) write(t *testing.T, mediaType string, b []byte, lbls map[strin
 }
 
 // layer builds a gzip Windows-format layer holding files and returns its
-// descriptor and the digest of the uncompressed tar (its diff ID).
-func (f *fixture) layer(t *testing.T, files map[string]string) (ocispec.Descriptor, digest.Digest) {
+// descriptor and the digest of the uncompressed tar (its diff ID). opts
+// make it a base layer (layertar.WithEmptyHives).
+func (f *fixture) layer(t *testing.T, files map[string]string, opts ...layertar.ExportOption) (ocispec.Descriptor, digest.Digest) {
 	t.Helper()
-	tarball := f.tarball(t, files)
+	tarball := f.tarball(t, files, opts...)
 	var gz bytes.Buffer
 	zw := gzip.NewWriter(&gz)
 	zw.Write(tarball)
@@ -131,7 +132,7 @@ func (f *fixture) layer(t *testing.T, files map[string]string) (ocispec.Descript
 }
 
 // tarball is the uncompressed Windows-format layer tar holding files.
-func (f *fixture) tarball(t *testing.T, files map[string]string) []byte {
+func (f *fixture) tarball(t *testing.T, files map[string]string, opts ...layertar.ExportOption) []byte {
 	t.Helper()
 	src := t.TempDir()
 	for name, body := range files {
@@ -144,7 +145,7 @@ func (f *fixture) tarball(t *testing.T, files map[string]string) []byte {
 		}
 	}
 	var tarball bytes.Buffer
-	if err := layertar.FromTree(f.ctx, &tarball, src); err != nil {
+	if err := layertar.FromTree(f.ctx, &tarball, src, opts...); err != nil {
 		t.Fatal(err)
 	}
 	return tarball.Bytes()
@@ -252,6 +253,7 @@ func TestApplyBuildCheck(t *testing.T) {
 	tests := []struct {
 		name     string
 		images   map[string]string // image name → os.version of images sharing the layer
+		base     bool              // the layer holds a Windows base (Hives/)
 		wantErr  string
 		refusing bool
 	}{
@@ -259,9 +261,13 @@ func TestApplyBuildCheck(t *testing.T) {
 		{name: "no image claims the layer", images: nil},
 		{name: "no os.version", images: map[string]string{"example/old:1": ""}},
 		{name: "one of two compatible", images: map[string]string{"example/a:2019": "10.0.17763.1", "example/a:2022": "10.0.20348.1"}},
+		// No Windows base: only a HostProcess container can run it, on any
+		// build; the shim refuses a process-isolated one at create.
+		{name: "ltsc2019 HostProcess image on ltsc2022", images: map[string]string{"example/agent:1.0": "10.0.17763.5820"}},
 		{
 			name:     "ltsc2019 on ltsc2022",
 			images:   map[string]string{"example/app:1.0": "10.0.17763.5820"},
+			base:     true,
 			refusing: true,
 			wantErr:  `image "example/app:1.0" is built for 10.0.17763 (ltsc2019); this host is 10.0.20348 (ltsc2022); process isolation needs an image for 10.0.20348 (ltsc2022)`,
 		},
@@ -269,7 +275,11 @@ func TestApplyBuildCheck(t *testing.T) {
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
 			f := newFixture(t)
-			desc, _ := f.layer(t, map[string]string{"a.txt": tc.name})
+			var opts []layertar.ExportOption
+			if tc.base {
+				opts = append(opts, layertar.WithEmptyHives())
+			}
+			desc, _ := f.layer(t, map[string]string{"a.txt": tc.name}, opts...)
 			for name, v := range tc.images {
 				f.image(t, name, v, desc)
 			}

@@ -9,6 +9,7 @@
 //	read PATH        print PATH's content, or "error: ..." on failure
 //	exists PATH      print "yes" or "no"
 //	fill PATH KB     create PATH holding KB KiB, synced
+//	dial ADDR        connect to the TCP address ADDR and print what it sends
 //	burn MS          spin for MS milliseconds of CPU
 //	alloc MB         allocate and touch MB MiB, kept until exit
 //	cat              copy stdin to stdout until EOF
@@ -21,6 +22,7 @@ package main
 import (
 	"fmt"
 	"io"
+	"net"
 	"os"
 	"os/signal"
 	"strconv"
@@ -108,6 +110,19 @@ func ioOp(op string, arg func() string) bool {
 			fmt.Println("error:", err)
 		} else {
 			fmt.Println("filled", p)
+		}
+	case "dial":
+		c, err := net.DialTimeout("tcp", arg(), 10*time.Second)
+		if err != nil {
+			fmt.Println("error:", err)
+			break
+		}
+		b, err := io.ReadAll(c)
+		c.Close()
+		if err != nil {
+			fmt.Println("error:", err)
+		} else {
+			fmt.Println(string(b))
 		}
 	default:
 		return false

@@ -16,6 +16,13 @@
  * serializes the calls on one process handle); "spurious.exe" is made
  * but its create's wait fails with E_INVALIDARG, and HcsGetProcessInfo
  * gives its pipes.
+ *
+ * It implements the documented contract of computecore.h as the binding
+ * uses it (operations, callbacks, HCS_PROCESS_INFORMATION, LocalAlloc'ed
+ * results, per-handle serialization of a process's calls). It leaves
+ * unproven what only HCS does: whether HCS accepts the documents and
+ * requests, its own timing and order of completions and notifications,
+ * and the containers themselves (shim/hcs/MAPPING.md).
  */
 #include <windows.h>
 #include <stdio.h>

@@ -1,4 +1,4 @@
-package hcs
+package relay
 
 import (
 	"errors"
@@ -38,29 +38,29 @@ func TestRelayCopiesAndClosesStdinAtEOF(t *testing.T) {
 	outR, outW := io.Pipe()
 	errR, errW := io.Pipe()
 	stdin := &countingCloser{WriteCloser: inW}
-	var hcsCloses int
+	var backendCloses int
 	var mu sync.Mutex
-	closeHCS := func() error { mu.Lock(); hcsCloses++; mu.Unlock(); return nil }
+	closeBackend := func() error { mu.Lock(); backendCloses++; mu.Unlock(); return nil }
 	var stdout, stderr syncbuffer.Buffer
-	r := startRelay(stdin, outR, errR, strings.NewReader("input\n"), &stdout, &stderr, closeHCS, log.L)
+	r := Start(stdin, outR, errR, strings.NewReader("input\n"), &stdout, &stderr, closeBackend, log.L)
 
 	got, err := io.ReadAll(inR) // ends when the relay closes stdin
 	if err != nil || string(got) != "input\n" {
 		t.Fatalf("process read %q, %v", got, err)
 	}
 	mu.Lock()
-	if hcsCloses != 1 {
-		t.Errorf("HCS CloseStdin called %d times", hcsCloses)
+	if backendCloses != 1 {
+		t.Errorf("the backend's stdin close called %d times", backendCloses)
 	}
 	mu.Unlock()
 	if stdin.count() != 1 {
 		t.Errorf("stdin pipe closed %d times", stdin.count())
 	}
 	// Closing again (CloseStdin, exit) does nothing more.
-	if err := r.closeStdin(); err != nil {
+	if err := r.CloseStdin(); err != nil {
 		t.Error(err)
 	}
-	r.closeStdinPipe()
+	r.CloseStdinPipe()
 	if stdin.count() != 1 {
 		t.Errorf("stdin pipe closed %d times", stdin.count())
 	}
@@ -70,9 +70,9 @@ func TestRelayCopiesAndClosesStdinAtEOF(t *testing.T) {
 		io.WriteString(errW, "err")
 		outW.Close()
 	}()
-	notWithin(t, r.outputDone, 50*time.Millisecond, "output done with stderr open")
+	notWithin(t, r.OutputDone(), 50*time.Millisecond, "output done with stderr open")
 	errW.Close()
-	within(t, r.outputDone, "output done")
+	within(t, r.OutputDone(), "output done")
 	if stdout.String() != "out" || stderr.String() != "err" {
 		t.Errorf("stdout %q, stderr %q", stdout.String(), stderr.String())
 	}
@@ -86,21 +86,21 @@ func TestRelayStdinFailureClosesStdin(t *testing.T) {
 	inR, inW := io.Pipe()
 	src, srcW := io.Pipe()
 	closed := make(chan struct{})
-	r := startRelay(inW, nil, nil, src, nil, nil, func() error { close(closed); return nil }, log.L)
+	r := Start(inW, nil, nil, src, nil, nil, func() error { close(closed); return nil }, log.L)
 	srcW.CloseWithError(errors.New("caller's stdin broke"))
-	within(t, closed, "HCS CloseStdin after a failed read")
+	within(t, closed, "the backend's stdin close after a failed read")
 	if _, err := io.ReadAll(inR); err != nil {
 		t.Errorf("process stdin: %v", err)
 	}
-	within(t, r.outputDone, "output done without outputs")
+	within(t, r.OutputDone(), "output done without outputs")
 }
 
 func TestRelayUnconnectedStdinClosedAtOnce(t *testing.T) {
 	inR, inW := io.Pipe()
 	closed := false
-	startRelay(inW, nil, nil, nil, nil, nil, func() error { closed = true; return nil }, log.L)
+	Start(inW, nil, nil, nil, nil, nil, func() error { closed = true; return nil }, log.L)
 	if !closed {
-		t.Error("HCS CloseStdin not called for a stdin nobody writes")
+		t.Error("the backend's stdin close not called for a stdin nobody writes")
 	}
 	if _, err := io.ReadAll(inR); err != nil {
 		t.Error(err)
@@ -111,12 +111,12 @@ func TestRelayCloseOutputEndsCopies(t *testing.T) {
 	outR, outW := io.Pipe()
 	defer outW.Close()
 	var stdout syncbuffer.Buffer
-	r := startRelay(nil, outR, nil, nil, &stdout, nil, nil, log.L)
+	r := Start(nil, outR, nil, nil, &stdout, nil, nil, log.L)
 	io.WriteString(outW, "partial")
-	notWithin(t, r.outputDone, 50*time.Millisecond, "output done while the pipe is open")
-	r.closeOutput()
-	within(t, r.outputDone, "output done after closeOutput")
-	r.closeOutput() // idempotent
+	notWithin(t, r.OutputDone(), 50*time.Millisecond, "output done while the pipe is open")
+	r.CloseOutput()
+	within(t, r.OutputDone(), "output done after closeOutput")
+	r.CloseOutput() // idempotent
 	if stdout.String() != "partial" {
 		t.Errorf("stdout %q", stdout.String())
 	}
@@ -124,14 +124,34 @@ func TestRelayCloseOutputEndsCopies(t *testing.T) {
 
 func TestRelayCloseStdinErrors(t *testing.T) {
 	_, inW := io.Pipe()
-	hcsErr := errors.New("hcs close stdin failed")
+	backendErr := errors.New("the backend's stdin close failed")
 	src, srcW := io.Pipe()
 	defer srcW.Close()
-	r := startRelay(inW, nil, nil, src, nil, nil, func() error { return hcsErr }, log.L)
-	if err := r.closeStdin(); !errors.Is(err, hcsErr) {
+	r := Start(inW, nil, nil, src, nil, nil, func() error { return backendErr }, log.L)
+	if err := r.CloseStdin(); !errors.Is(err, backendErr) {
 		t.Errorf("closeStdin = %v", err)
 	}
-	if err := r.closeStdin(); !errors.Is(err, hcsErr) {
+	if err := r.CloseStdin(); !errors.Is(err, backendErr) {
 		t.Errorf("second closeStdin = %v, want the first's error", err)
+	}
+}
+
+// within fails the test unless ch closes soon.
+func within(t *testing.T, ch <-chan struct{}, what string) {
+	t.Helper()
+	select {
+	case <-ch:
+	case <-time.After(2 * time.Second):
+		t.Fatalf("%s did not happen", what)
+	}
+}
+
+// notWithin fails the test if ch closes within d.
+func notWithin(t *testing.T, ch <-chan struct{}, d time.Duration, what string) {
+	t.Helper()
+	select {
+	case <-ch:
+		t.Fatalf("%s happened too early", what)
+	case <-time.After(d):
 	}
 }

@@ -1,0 +1,595 @@
+//go:build linux
+
+package emulation
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"net"
+	"os"
+	"path/filepath"
+	"slices"
+	"strconv"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/containerd/errdefs"
+	"golang.org/x/sys/unix"
+
+	"github.com/winproc/winproc/internal/syncbuffer"
+	"github.com/winproc/winproc/shim/compute"
+	"github.com/winproc/winproc/snapshotter/layermount"
+)
+
+// systemUser is NT AUTHORITY\SYSTEM, what HostProcess pods usually run as.
+const systemUser = `NT AUTHORITY\SYSTEM`
+
+// checkHostProcessGone checks that nothing of HostProcess container id is
+// left: its directory, its mount point and any mount there, its cgroups,
+// and its processes.
+func (f *fixture) checkHostProcessGone(t *testing.T, id string) {
+	t.Helper()
+	f.checkGone(t, id)
+	mp := f.b.hostMountPoint(id)
+	for _, m := range mountsBelow(t, mp) {
+		t.Errorf("still mounted: %s", m)
+	}
+	if _, err := os.Stat(mp); !errors.Is(err, os.ErrNotExist) {
+		t.Errorf("mount point %s still exists (%v)", mp, err)
+	}
+	dir := filepath.Join(f.b.root, id)
+	cgroups := []string{SiloCgroup(dir)}
+	for _, c := range existingLimitCgroups(dir) {
+		cgroups = append(cgroups, c)
+	}
+	for _, c := range cgroups {
+		if _, err := os.Stat(c); !errors.Is(err, os.ErrNotExist) {
+			t.Errorf("cgroup %s still exists (%v)", c, err)
+		}
+	}
+	for _, p := range liveWithEnv(t, compute.SandboxMountPointEnv+`=C:\hpc\`+id+`\`) {
+		t.Errorf("process %s of the container still runs", p)
+	}
+}
+
+// checkHostGone checks that the host prefix is gone: its directory, mount,
+// cgroup, wineserver and Wine's processes.
+func (f *fixture) checkHostGone(t *testing.T) {
+	t.Helper()
+	dir := f.b.hostDir()
+	for _, m := range mountsBelow(t, dir) {
+		t.Errorf("still mounted: %s", m)
+	}
+	if _, err := os.Stat(dir); !errors.Is(err, os.ErrNotExist) {
+		t.Errorf("%s still exists (%v)", dir, err)
+	}
+	if c := SiloCgroup(dir); c != "" {
+		if _, err := os.Stat(c); !errors.Is(err, os.ErrNotExist) {
+			t.Errorf("the host prefix's cgroup %s still exists (%v)", c, err)
+		}
+	}
+	for _, p := range liveWithEnv(t, "WINEPREFIX="+f.b.hostPrefix()) {
+		t.Errorf("process %s of the host prefix still runs", p)
+	}
+}
+
+// hostRunning reports whether the host prefix's wineserver runs.
+func hostRunning(b *Backend) bool {
+	st, err := loadState(b.hostDir())
+	return err == nil && serverAlive(st.ServerPID, st.ServerStart)
+}
+
+// hostPath is the Windows path of a Linux path through Wine's Z: drive.
+func hostPath(p string) string { return `Z:` + strings.ReplaceAll(p, "/", `\`) }
+
+// startInit starts the container's init process, pause.exe, which keeps
+// it running: a HostProcess container stops when its last process has
+// exited, as a job object's does.
+func startInit(t *testing.T, sys compute.System) compute.Process {
+	t.Helper()
+	p, err := sys.CreateProcess(context.Background(), &compute.ProcessSettings{CommandLine: `pause.exe`, User: systemUser})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return p
+}
+
+// startSleeper starts `probe print up sleep` and waits for "up".
+func startSleeper(t *testing.T, sys compute.System) compute.Process {
+	t.Helper()
+	var out syncbuffer.Buffer
+	p, err := sys.CreateProcess(context.Background(), &compute.ProcessSettings{CommandLine: `probe print up sleep`, User: systemUser, Stdout: &out})
+	if err != nil {
+		t.Fatal(err)
+	}
+	waitOutput(t, &out, "up", p.Wait())
+	return p
+}
+
+// hostProcessSuite is TestWineHostProcess's two HostProcess containers,
+// which its subtests share: hpcA with an image of its own and a read-only
+// mapped directory, hpcB with limits. Each runs pause.exe as its init.
+type hostProcessSuite struct {
+	f                  *fixture
+	hpcA, hpcB         compute.System
+	initA, initB       compute.Process
+	scratchA, hostData string
+	mpA                string // hpcA's mount point, C:\hpc\hpc-a
+}
+
+func TestWineHostProcess(t *testing.T) {
+	f := newFixture(t)
+	if _, err := siloCgroups(); err != nil {
+		t.Skipf("HostProcess containers need a cgroup v2 hierarchy: %v", err)
+	}
+	fds, goroutines := openFDs(t), len(goroutineStacks())
+	defer func() {
+		if t.Failed() {
+			return
+		}
+		f.checkNoZombies(t)
+		checkLeaks(t, fds, goroutines)
+	}()
+
+	// The last container's teardown removes the host prefix; should a
+	// failed test leave it, it goes after the containers' cleanups.
+	t.Cleanup(func() {
+		if err := f.b.removeHost(context.Background(), nil); err != nil {
+			t.Errorf("cleanup: %v", err)
+		}
+	})
+	h := &hostProcessSuite{f: f, mpA: `C:\hpc\hpc-a`}
+	base := t.TempDir()
+	image := f.layer(t, base, "image", map[string]string{
+		"probe.exe": "<exe:probe>", "pause.exe": "<exe:pause>", "image.txt": "from the image", "sub/x.txt": "x",
+	})
+	h.hostData = filepath.Join(base, "host-data")
+	if err := os.MkdirAll(h.hostData, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(filepath.Join(h.hostData, "in.txt"), []byte("mapped"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	h.scratchA = scratch(t, base)
+	h.hpcA = f.start(t, "hpc-a", &compute.Settings{
+		Layers:            compute.Layers{Scratch: h.scratchA, Parents: []string{image}},
+		HostProcess:       &compute.HostProcess{},
+		MappedDirectories: []compute.MappedDirectory{{HostPath: h.hostData, ContainerPath: `C:\data`, ReadOnly: true}},
+	})
+	limits := compute.Resources{MemoryLimitBytes: 256 << 20, CPUMaximum: 5000, CPUAffinity: []compute.CPUGroupAffinity{{Mask: 1}}}
+	h.hpcB = f.start(t, "hpc-b", &compute.Settings{Layers: f.basicLayers(t), HostProcess: &compute.HostProcess{}, Resources: limits})
+	h.initA, h.initB = startInit(t, h.hpcA), startInit(t, h.hpcB)
+	defer h.initA.Close()
+	defer h.initB.Close()
+
+	t.Run("MountPointAndEnvironment", h.mountPointAndEnvironment)
+	t.Run("HostNetworkAndFiles", h.hostNetworkAndFiles)
+	t.Run("ExitCodesAndEvents", h.exitCodesAndEvents)
+	t.Run("LaunchErrorsAndUsers", h.launchErrorsAndUsers)
+	t.Run("Limits", h.limits)
+	t.Run("StopsLikeAJob", h.stopsLikeAJob)
+	t.Run("TerminateOneOfTwo", h.terminateOneOfTwo)
+	t.Run("OpenAfterCrash", h.openAfterCrash)
+	t.Run("HostServerDies", h.hostServerDies)
+	t.Run("ConcurrentCreates", h.concurrentCreates)
+}
+
+func (h *hostProcessSuite) mountPointAndEnvironment(t *testing.T) {
+	r := run(t, h.hpcA, compute.ProcessSettings{
+		CommandLine: `probe env CONTAINER_SANDBOX_MOUNT_POINT cwd env PATH env FOO read image.txt read data\in.txt write data\no.txt x write written.txt scratch`,
+		User:        systemUser,
+		Env:         []string{`Path=C:\tools`, `FOO=%CONTAINER_SANDBOX_MOUNT_POINT%\foo`},
+	})
+	lines := strings.Split(strings.TrimSpace(r.stdout), "\n")
+	if r.code != 0 || len(lines) != 8 {
+		t.Fatalf("got %+v", r)
+	}
+	want := []string{
+		compute.SandboxMountPointEnv + `=` + h.mpA + `\`,
+		h.mpA,
+		`PATH=` + h.mpA + `;C:\tools;C:\windows\system32`,
+		`FOO=` + h.mpA + `\foo`,
+		"from the image",
+		"mapped",
+		"error:",
+		`wrote written.txt`,
+	}
+	for i, w := range want {
+		if !strings.HasPrefix(lines[i], w) && !strings.EqualFold(lines[i], w) {
+			t.Errorf("line %d: %q, want %q", i, lines[i], w)
+		}
+	}
+	if b, err := os.ReadFile(filepath.Join(h.scratchA, layermount.ScratchUpper, "written.txt")); err != nil || string(b) != "scratch" {
+		t.Errorf("written.txt in the scratch: %q, %v", b, err)
+	}
+	// %CONTAINER_SANDBOX_MOUNT_POINT% in the command line, a
+	// relative working directory below the mount point, and a full
+	// one that is the host's.
+	r = run(t, h.hpcA, compute.ProcessSettings{CommandLine: `%CONTAINER_SANDBOX_MOUNT_POINT%\probe.exe cwd read x.txt`, WorkingDirectory: "sub", User: systemUser})
+	if !strings.EqualFold(r.stdout, h.mpA+`\sub`+"\nx\n") {
+		t.Errorf("relative working directory: %+v", r)
+	}
+	// The mount point is searched first: a probe.exe on the host's
+	// C:\windows\system32 (here pause.exe) loses to the image's.
+	shadow := filepath.Join(h.f.b.hostDrive(), "windows", "system32", "probe.exe")
+	pause, err := os.ReadFile(h.f.pause)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(shadow, pause, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	defer os.Remove(shadow)
+	r = run(t, h.hpcA, compute.ProcessSettings{CommandLine: `probe cwd print first`, WorkingDirectory: `C:\windows`, User: systemUser})
+	if !strings.EqualFold(r.stdout, "C:\\windows\nfirst\n") || r.code != 0 {
+		t.Errorf("with a probe.exe in system32: %+v", r)
+	}
+}
+
+func (h *hostProcessSuite) hostNetworkAndFiles(t *testing.T) {
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer l.Close()
+	go func() {
+		for {
+			c, err := l.Accept()
+			if err != nil {
+				return
+			}
+			c.Write([]byte("hello from the host"))
+			c.Close()
+		}
+	}()
+	hostFile := filepath.Join(t.TempDir(), "host.txt")
+	if err := os.WriteFile(hostFile, []byte("a host file"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	r := run(t, h.hpcA, compute.ProcessSettings{
+		CommandLine: fmt.Sprintf(`probe dial %s read "%s" write C:\hpc-shared.txt shared`, l.Addr(), hostPath(hostFile)),
+		User:        systemUser,
+	})
+	if r.stdout != "hello from the host\na host file\nwrote C:\\hpc-shared.txt\n" {
+		t.Errorf("got %+v", r)
+	}
+	// The host's C: is every HostProcess container's.
+	r = run(t, h.hpcB, compute.ProcessSettings{CommandLine: `probe read C:\hpc-shared.txt`, User: systemUser})
+	if r.stdout != "shared\n" {
+		t.Errorf("the other container reads %+v", r)
+	}
+	if h.hpcA.(*system).prefix != h.hpcB.(*system).prefix {
+		t.Errorf("prefixes %s and %s, want the host prefix for both", h.hpcA.(*system).prefix, h.hpcB.(*system).prefix)
+	}
+}
+
+func (h *hostProcessSuite) exitCodesAndEvents(t *testing.T) {
+	ctx := context.Background()
+	for _, code := range []uint32{0, 3, 0xC000013A} {
+		r := run(t, h.hpcA, compute.ProcessSettings{CommandLine: fmt.Sprintf(`probe exit %d`, code), User: systemUser})
+		if uint32(r.code) != code {
+			t.Errorf("exit %#x: got %#x", code, r.code)
+		}
+	}
+	var out syncbuffer.Buffer
+	p, err := h.hpcA.CreateProcess(ctx, &compute.ProcessSettings{CommandLine: `probe wait exit 7`, User: systemUser, Stdout: &out})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer p.Close()
+	waitOutput(t, &out, "waiting", p.Wait())
+	if err := p.Signal(ctx, compute.CtrlShutdown); err != nil {
+		t.Fatal(err)
+	}
+	waitFor(t, p.Wait(), 10*time.Second, "probe after CtrlShutdown")
+	if code, _ := p.ExitCode(); code != 7 || !strings.Contains(out.String(), "interrupted") {
+		t.Errorf("after CtrlShutdown: exit %d, output %q", code, out.String())
+	}
+}
+
+func (h *hostProcessSuite) launchErrorsAndUsers(t *testing.T) {
+	ctx := context.Background()
+	_, err := h.hpcA.CreateProcess(ctx, &compute.ProcessSettings{CommandLine: `nothere.exe --flag`, User: systemUser})
+	if !errdefs.IsInvalidArgument(err) || !strings.Contains(err.Error(), `"nothere.exe"`) || !strings.Contains(err.Error(), h.mpA) {
+		t.Errorf("a missing program: %v, want invalid argument naming it and the mount point", err)
+	}
+	for _, user := range []string{"", `NT AUTHORITY\Nobody`} {
+		if _, err := h.hpcA.CreateProcess(ctx, &compute.ProcessSettings{CommandLine: `probe`, User: user}); !errdefs.IsInvalidArgument(err) {
+			t.Errorf("user %q: %v, want invalid argument", user, err)
+		}
+	}
+	for _, user := range []string{`NT AUTHORITY\Local Service`, `nt authority\NetworkService`, `Users`, `.\builder`} {
+		if r := run(t, h.hpcA, compute.ProcessSettings{CommandLine: `probe print ok`, User: user}); r.stdout != "ok\n" {
+			t.Errorf("user %q: %+v", user, r)
+		}
+	}
+	st, err := loadState(filepath.Join(h.f.b.root, "hpc-a"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := []string{systemUser, `NT AUTHORITY\LOCAL SERVICE`, `NT AUTHORITY\NETWORK SERVICE`, `Users`, `.\builder`}
+	if !slices.Equal(st.HostProcess.Users, want) {
+		t.Errorf("recorded users %q, want %q", st.HostProcess.Users, want)
+	}
+}
+
+func (h *hostProcessSuite) limits(t *testing.T) {
+	ctx := context.Background()
+	hier := v1Hierarchies()
+	if _, ok := hier["memory"]; !ok {
+		t.Skip("no memory cgroup controller")
+	}
+	if _, ok := hier["cpu"]; !ok {
+		t.Skip("no cpu cgroup controller")
+	}
+	r := run(t, h.hpcB, compute.ProcessSettings{CommandLine: `probe alloc 400 print survived`, User: systemUser})
+	if r.code == 0 || strings.Contains(r.stdout, "survived") {
+		t.Errorf("allocating 400 MiB under a 256 MiB limit: %+v", r)
+	}
+	p := startSleeper(t, h.hpcB)
+	defer func() {
+		p.Kill(ctx)
+		<-p.Wait()
+		p.Close()
+	}()
+	st := h.hpcB.(*system).st
+	cg, err := os.ReadFile(fmt.Sprintf("/proc/%d/cgroup", p.Pid()))
+	if err != nil {
+		t.Fatal(err)
+	}
+	for c, path := range st.LimitCgroups {
+		rel := strings.TrimPrefix(path, hier[c].mount)
+		if !strings.Contains(string(cg), ":"+rel+"\n") {
+			t.Errorf("process %d is not in the %s cgroup %s:\n%s", p.Pid(), c, rel, cg)
+		}
+	}
+	if own, _ := ownCgroup(p.Pid()); filepath.Join(h.f.b.cgroups.mount, own) != st.Cgroup {
+		t.Errorf("process %d in cgroup %s, want %s", p.Pid(), own, st.Cgroup)
+	}
+	quota, _ := os.ReadFile(filepath.Join(st.LimitCgroups["cpu"], "cpu.cfs_quota_us"))
+	period, _ := os.ReadFile(filepath.Join(st.LimitCgroups["cpu"], "cpu.cfs_period_us"))
+	per, _ := strconv.Atoi(strings.TrimSpace(string(period)))
+	if strings.TrimSpace(string(quota)) != strconv.Itoa(per*h.f.b.HostCPUs()/2) {
+		t.Errorf("CPU quota %q per period %q, want half of %d processors", quota, period, h.f.b.HostCPUs())
+	}
+	if got := cpusAllowed(t, p.Pid()); got != "0" {
+		t.Errorf("process %d runs on CPUs %q, want 0", p.Pid(), got)
+	}
+	// Update, as a job object's limits.
+	if err := h.hpcB.Modify(ctx, compute.Resources{MemoryLimitBytes: 512 << 20}); err != nil {
+		t.Fatal(err)
+	}
+	if b, err := os.ReadFile(filepath.Join(st.LimitCgroups["memory"], "memory.limit_in_bytes")); err != nil || strings.TrimSpace(string(b)) != strconv.Itoa(512<<20) {
+		t.Errorf("memory limit after Modify: %q, %v", b, err)
+	}
+}
+
+func (h *hostProcessSuite) stopsLikeAJob(t *testing.T) {
+	ctx := context.Background()
+	// Shutdown: console events to every process, which exit.
+	c := h.f.start(t, "hpc-c", &compute.Settings{Layers: h.f.basicLayers(t), HostProcess: &compute.HostProcess{}})
+	p := startInit(t, c)
+	defer p.Close()
+	waitIdle(t, p.Pid())
+	if err := c.Shutdown(ctx); err != nil {
+		t.Fatal(err)
+	}
+	waitFor(t, p.Wait(), 10*time.Second, "pause after Shutdown")
+	waitFor(t, c.Wait(), 15*time.Second, "container after Shutdown")
+	if code, err := p.ExitCode(); code != 0 || err != nil || c.ExitError() != nil {
+		t.Errorf("after Shutdown: pause exit %d, %v; exit error %v", code, err, c.ExitError())
+	}
+	if err := c.Close(); err != nil {
+		t.Fatal(err)
+	}
+	h.f.checkHostProcessGone(t, "hpc-c")
+	// Its last process ending stops it.
+	d := h.f.start(t, "hpc-d", &compute.Settings{Layers: h.f.basicLayers(t), HostProcess: &compute.HostProcess{}})
+	if r := run(t, d, compute.ProcessSettings{CommandLine: `probe print bye exit 4`, User: systemUser}); r.stdout != "bye\n" || r.code != 4 {
+		t.Errorf("got %+v", r)
+	}
+	waitFor(t, d.Wait(), 10*time.Second, "container after its last process")
+	if err := d.ExitError(); err != nil {
+		t.Errorf("exit error %v", err)
+	}
+	if _, err := d.CreateProcess(ctx, &compute.ProcessSettings{CommandLine: `probe`, User: systemUser}); !errdefs.IsNotFound(err) {
+		t.Errorf("CreateProcess after the stop: %v, want not found", err)
+	}
+	if err := d.Close(); err != nil {
+		t.Fatal(err)
+	}
+	h.f.checkHostProcessGone(t, "hpc-d")
+}
+
+func (h *hostProcessSuite) terminateOneOfTwo(t *testing.T) {
+	ctx := context.Background()
+	pa, pb := startSleeper(t, h.hpcA), startSleeper(t, h.hpcB)
+	defer pb.Close()
+	procs, err := h.hpcB.ProcessList(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, pi := range procs {
+		if int(pi.Pid) == pa.Pid() {
+			t.Errorf("the other container's process %d is in the process list", pa.Pid())
+		}
+	}
+	// Wine's own processes are the host prefix's, in its cgroup: a
+	// container lists (and ends) only its own.
+	for _, pi := range procs {
+		if pi.ImageName != "pause.exe" && pi.ImageName != "probe.exe" {
+			t.Errorf("process %d %s is in the container", pi.Pid, pi.ImageName)
+		}
+	}
+	host, err := siloMembers(h.f.b.cgroups.siloOf(h.f.b.hostDir()), "")
+	if err != nil || !slices.ContainsFunc(host, func(p procStat) bool { return imageName(p) == "services.exe" }) {
+		t.Errorf("the host prefix's cgroup holds %+v, %v: want Wine's services.exe", host, err)
+	}
+	if !slices.ContainsFunc(procs, func(pi compute.ProcessInfo) bool { return int(pi.Pid) == pb.Pid() }) {
+		t.Errorf("process %d not in the process list %+v", pb.Pid(), procs)
+	}
+	stopAndClose(t, h.hpcA)
+	for _, p := range []compute.Process{pa, h.initA} {
+		waitFor(t, p.Wait(), 10*time.Second, "the terminated container's process")
+		if code, err := p.ExitCode(); code != 1 || err != nil {
+			t.Errorf("the terminated container's process: exit code %d, %v, want 1", code, err)
+		}
+	}
+	pa.Close()
+	h.f.checkHostProcessGone(t, "hpc-a")
+	if _, err := os.Stat(filepath.Join(h.scratchA, layermount.ScratchUpper, "written.txt")); err != nil {
+		t.Errorf("the scratch lost its content: %v", err)
+	}
+	if b, err := os.ReadFile(filepath.Join(h.hostData, "in.txt")); err != nil || string(b) != "mapped" {
+		t.Errorf("the mapped host directory: %q, %v", b, err)
+	}
+	select {
+	case <-pb.Wait():
+		t.Fatal("the other container's process ended with the terminated container")
+	case <-h.hpcB.Wait():
+		t.Fatal("the other container stopped")
+	default:
+	}
+	if !hostRunning(h.f.b) {
+		t.Fatal("the host prefix's wineserver ended with a container")
+	}
+	if r := run(t, h.hpcB, compute.ProcessSettings{CommandLine: `probe print still`, User: systemUser}); r.stdout != "still\n" {
+		t.Errorf("the other container: %+v", r)
+	}
+	st, err := h.hpcB.Stats(ctx)
+	if err != nil || st.CPU.TotalRuntimeNS == 0 || st.Memory.CommitBytes == 0 {
+		t.Errorf("stats %+v, %v", st, err)
+	}
+}
+
+func (h *hostProcessSuite) openAfterCrash(t *testing.T) {
+	ctx := context.Background()
+	p := startSleeper(t, h.hpcB)
+	// The shim dies: h.hpcB and p are dropped without Close. The delete
+	// subcommand's Backend has no template.
+	b2, err := New(Config{Root: h.f.root})
+	if err != nil {
+		t.Fatal(err)
+	}
+	opened, err := b2.Open(ctx, "hpc-b")
+	if err != nil {
+		t.Fatal(err)
+	}
+	select {
+	case <-opened.Wait():
+		t.Fatal("the opened container is not running")
+	default:
+	}
+	procs, err := opened.ProcessList(ctx)
+	if err != nil || !slices.ContainsFunc(procs, func(pi compute.ProcessInfo) bool { return int(pi.Pid) == p.Pid() }) {
+		t.Errorf("the opened container's processes %+v, %v: want %d", procs, err, p.Pid())
+	}
+	stopAndClose(t, opened)
+	waitFor(t, p.Wait(), 10*time.Second, "the crashed shim's process")
+	waitFor(t, h.initB.Wait(), 10*time.Second, "the crashed shim's init process")
+	h.f.checkHostProcessGone(t, "hpc-b")
+	// It was the host prefix's last user.
+	h.f.checkHostGone(t)
+	waitFor(t, h.hpcB.Wait(), 10*time.Second, "the crashed shim's container")
+	p.Close()
+	if err := h.hpcB.Close(); err != nil {
+		t.Errorf("close of the removed container: %v", err)
+	}
+}
+
+func (h *hostProcessSuite) hostServerDies(t *testing.T) {
+	ctx := context.Background()
+	e := h.f.start(t, "hpc-e", &compute.Settings{Layers: h.f.basicLayers(t), HostProcess: &compute.HostProcess{}})
+	p := startInit(t, e)
+	defer p.Close()
+	st, err := loadState(h.f.b.hostDir())
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := unix.Kill(st.ServerPID, unix.SIGKILL); err != nil {
+		t.Fatal(err)
+	}
+	waitFor(t, e.Wait(), 15*time.Second, "container after the host prefix's wineserver died")
+	if err := e.ExitError(); err == nil {
+		t.Error("no exit error after the host prefix's wineserver died")
+	} else {
+		t.Logf("exit error: %v", err)
+	}
+	waitFor(t, p.Wait(), 10*time.Second, "process after the host prefix's wineserver died")
+	// The next container makes the host prefix again.
+	g := h.f.start(t, "hpc-g", &compute.Settings{Layers: h.f.basicLayers(t), HostProcess: &compute.HostProcess{}})
+	gInit := startInit(t, g)
+	defer gInit.Close()
+	if r := run(t, g, compute.ProcessSettings{CommandLine: `probe print again`, User: systemUser}); r.stdout != "again\n" {
+		t.Errorf("in the new host prefix: %+v", r)
+	}
+	if now, err := loadState(h.f.b.hostDir()); err != nil || now.ServerPID == st.ServerPID {
+		t.Errorf("host prefix state %+v, %v: want a new wineserver", now, err)
+	}
+	// Remove, the delete subcommand's last resort, for one; Close
+	// for the other, the host prefix's last user.
+	if err := h.f.b.Remove(ctx, "hpc-e"); err != nil {
+		t.Fatal(err)
+	}
+	h.f.checkHostProcessGone(t, "hpc-e")
+	if err := e.Close(); err != nil {
+		t.Errorf("close of the removed container: %v", err)
+	}
+	if !hostRunning(h.f.b) {
+		t.Error("removing one container ended the host prefix another uses")
+	}
+	stopAndClose(t, g)
+	waitFor(t, gInit.Wait(), 10*time.Second, "the terminated container's process")
+	h.f.checkHostProcessGone(t, "hpc-g")
+	h.f.checkHostGone(t)
+}
+
+func (h *hostProcessSuite) concurrentCreates(t *testing.T) {
+	ctx := context.Background()
+	// Two shims (two Backends: their flocks on Root exclude each
+	// other as two processes' do) create the first HostProcess
+	// containers at once: one host prefix is made, and both join it.
+	other, err := New(Config{Root: h.f.root, TemplatePrefix: h.f.template})
+	if err != nil {
+		t.Fatal(err)
+	}
+	ids := []string{"hpc-x", "hpc-y"}
+	systems := make([]compute.System, 2)
+	errs := make(chan error, 2)
+	for i, b := range []*Backend{h.f.b, other} {
+		layers := h.f.basicLayers(t)
+		t.Cleanup(func() { b.Remove(context.Background(), ids[i]) })
+		go func() {
+			sys, err := b.Create(ctx, ids[i], &compute.Settings{Layers: layers, HostProcess: &compute.HostProcess{}})
+			if err == nil {
+				err = sys.Start(ctx)
+			}
+			systems[i] = sys
+			errs <- err
+		}()
+	}
+	for range 2 {
+		if err := <-errs; err != nil {
+			t.Fatal(err)
+		}
+	}
+	var servers []int
+	for i, sys := range systems {
+		p := startInit(t, sys)
+		defer p.Close()
+		if r := run(t, sys, compute.ProcessSettings{CommandLine: `probe print ok`, User: systemUser}); r.stdout != "ok\n" {
+			t.Errorf("%s: %+v", ids[i], r)
+		}
+		servers = append(servers, sys.(*system).st.HostProcess.ServerPID)
+	}
+	if servers[0] != servers[1] {
+		t.Errorf("wineservers %v, want one for both", servers)
+	}
+	for i, sys := range systems {
+		stopAndClose(t, sys)
+		h.f.checkHostProcessGone(t, ids[i])
+	}
+	h.f.checkHostGone(t)
+}

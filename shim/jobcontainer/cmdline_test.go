@@ -1,0 +1,119 @@
+package jobcontainer
+
+import (
+	"reflect"
+	"strings"
+	"testing"
+
+	"github.com/containerd/errdefs"
+)
+
+func TestResolveProgram(t *testing.T) {
+	files := map[string]bool{
+		`c:\hpc\c1\app.exe`:                     true,
+		`c:\hpc\c1\cmd.exe`:                     true, // the image's own cmd.exe wins over System32's
+		`c:\hpc\c1\bin\tool.exe`:                true,
+		`c:\hpc\c1\run.bat`:                     true,
+		`c:\hpc\c1\noext`:                       true,
+		`c:\windows\system32\cmd.exe`:           true,
+		`c:\windows\system32\ping.exe`:          true,
+		`c:\program files\my app\agent.exe`:     true,
+		`c:\work\local.exe`:                     true,
+		`c:\tools\frompath.exe`:                 true,
+		`c:\windows\system32\dirlike.exe\x.txt`: true,
+	}
+	isFile := func(p string) bool { return files[strings.ToLower(p)] }
+	search := searchPath(`C:\hpc\c1`, `C:\work`, `C:\Windows`, `C:\Windows\system32;"C:\tools";;`)
+	for _, tc := range []struct {
+		name, line, path, want string
+	}{
+		{"bare name, in the mount point", `app.exe serve`, `C:\hpc\c1\app.exe`, `app.exe serve`},
+		{".exe appended", `app serve`, `C:\hpc\c1\app.exe`, `app serve`},
+		{"the mount point before System32", `cmd /c dir`, `C:\hpc\c1\cmd.exe`, `cmd /c dir`},
+		{"System32", `ping -n 1 localhost`, `C:\Windows\System32\ping.exe`, `ping -n 1 localhost`},
+		{"the working directory", `local`, `C:\work\local.exe`, `local`},
+		{"PATH, quoted entry", `fromPATH x`, `C:\tools\fromPATH.exe`, `fromPATH x`},
+		{"relative with a directory", `bin\tool.exe -v`, `C:\hpc\c1\bin\tool.exe`, `bin\tool.exe -v`},
+		{"rooted without a drive", `\bin\tool`, `C:\hpc\c1\bin\tool.exe`, `\bin\tool`},
+		{"full path", `C:\Windows\system32\cmd.exe /c exit 3`, `C:\Windows\system32\cmd.exe`, `C:\Windows\system32\cmd.exe /c exit 3`},
+		{"the mount point variable", `%CONTAINER_SANDBOX_MOUNT_POINT%\bin\tool.exe a`, `C:\hpc\c1\bin\tool.exe`, `C:\hpc\c1\bin\tool.exe a`},
+		{"the variable in any case, and PowerShell's", `$ENV:container_sandbox_mount_point\app.exe`, `C:\hpc\c1\app.exe`, `C:\hpc\c1\app.exe`},
+		{"quoted", `"C:\Program Files\my app\agent.exe" -x "y z"`, `C:\Program Files\my app\agent.exe`, `"C:\Program Files\my app\agent.exe" -x "y z"`},
+		{"unquoted with spaces: quoted for the program", `C:\Program Files\my app\agent.exe -x`, `C:\Program Files\my app\agent.exe`, `"C:\Program Files\my app\agent.exe" -x`},
+		{"unquoted with spaces, no extension", `C:\Program Files\my app\agent -x`, `C:\Program Files\my app\agent.exe`, `"C:\Program Files\my app\agent" -x`},
+		{"an extension is kept", `run.bat x`, `C:\hpc\c1\run.bat`, `run.bat x`},
+		{"a trailing dot means no extension", `noext. a`, `C:\hpc\c1\noext`, `noext. a`},
+		{"tabs separate", "app.exe\tserve", `C:\hpc\c1\app.exe`, "app.exe\tserve"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			p, err := resolveProgram(tc.line, `C:\hpc\c1`, `C:\work`, search, isFile)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if !strings.EqualFold(p.path, tc.path) || p.commandLine != tc.want {
+				t.Errorf("resolveProgram(%q) = %q, %q; want %q, %q", tc.line, p.path, p.commandLine, tc.path, tc.want)
+			}
+		})
+	}
+	for _, tc := range []struct {
+		name, line string
+		check      func(error) bool
+		names      []string
+	}{
+		{"missing", `agent.exe --run`, errdefs.IsNotFound, []string{`"agent.exe"`, `C:\hpc\c1`, `C:\tools`, "--run"}},
+		{"missing with a directory", `bin\nope.exe`, errdefs.IsNotFound, []string{`"bin\\nope.exe"`, `C:\hpc\c1 and C:\work`}},
+		{"missing full path", `C:\nope\x.exe`, errdefs.IsNotFound, []string{`"C:\\nope\\x.exe"`, "its path"}},
+		{"a directory is no program", `dirlike.exe`, errdefs.IsNotFound, []string{"dirlike.exe"}},
+		{"no closing quote", `"C:\Program Files\x`, errdefs.IsInvalidArgument, []string{"closing quote"}},
+		{"empty", `  `, errdefs.IsInvalidArgument, []string{"empty"}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			_, err := resolveProgram(tc.line, `C:\hpc\c1`, `C:\work`, search, isFile)
+			if !tc.check(err) {
+				t.Fatalf("resolveProgram(%q) = %v", tc.line, err)
+			}
+			for _, n := range tc.names {
+				if !strings.Contains(err.Error(), n) {
+					t.Errorf("%v does not name %s", err, n)
+				}
+			}
+		})
+	}
+}
+
+func TestSearchPath(t *testing.T) {
+	got := searchPath(`C:\hpc\c1`, `C:\hpc\c1\work`, `C:\Windows`, `C:\a; "C:\b c" ;;C:\d`)
+	want := []string{`C:\hpc\c1`, `C:\hpc\c1\work`, `C:\Windows\System32`, `C:\Windows\System`, `C:\Windows`, `C:\a`, `C:\b c`, `C:\d`}
+	if !reflect.DeepEqual(got, want) {
+		t.Errorf("searchPath = %q", got)
+	}
+}
+
+func TestWorkingDirectory(t *testing.T) {
+	for _, tc := range []struct{ wd, want string }{
+		{"", `C:\hpc\c1`},
+		{`work`, `C:\hpc\c1\work`},
+		{`.\work\`, `C:\hpc\c1\.\work`},
+		{`\work`, `C:\hpc\c1\work`},
+		{`C:\host\dir`, `C:\host\dir`},
+		{`%CONTAINER_SANDBOX_MOUNT_POINT%\app`, `C:\hpc\c1\app`},
+		{`\\server\share\x`, `\\server\share\x`},
+	} {
+		if got := workingDirectory(tc.wd, `C:\hpc\c1`); got != tc.want {
+			t.Errorf("workingDirectory(%q) = %q, want %q", tc.wd, got, tc.want)
+		}
+	}
+}
+
+func TestExpandMountPoint(t *testing.T) {
+	for _, tc := range []struct{ in, want string }{
+		{`%CONTAINER_SANDBOX_MOUNT_POINT%\x %container_sandbox_mount_point%\y`, `C:\m\x C:\m\y`},
+		{`$env:CONTAINER_SANDBOX_MOUNT_POINT\x`, `C:\m\x`},
+		{`%CONTAINER_SANDBOX_MOUNT_POINT`, `%CONTAINER_SANDBOX_MOUNT_POINT`},
+		{`%OTHER%`, `%OTHER%`},
+	} {
+		if got := expandMountPoint(tc.in, `C:\m`); got != tc.want {
+			t.Errorf("expandMountPoint(%q) = %q, want %q", tc.in, got, tc.want)
+		}
+	}
+}

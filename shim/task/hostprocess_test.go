@@ -1,0 +1,78 @@
+package task
+
+import (
+	"context"
+	"testing"
+
+	taskAPI "github.com/containerd/containerd/api/runtime/task/v3"
+	"github.com/containerd/errdefs"
+	"github.com/containerd/errdefs/pkg/errgrpc"
+	specs "github.com/opencontainers/runtime-spec/specs-go"
+)
+
+// hostProcess makes a spec a HostProcess container's of the given CRI
+// container type, as containerd's CRI makes it.
+func hostProcess(hp bool, containerType string) func(*specs.Spec) {
+	return func(s *specs.Spec) {
+		v := "false"
+		if hp {
+			v = "true"
+			s.Process.User.Username = `NT AUTHORITY\SYSTEM`
+		}
+		s.Annotations = map[string]string{"microsoft.com/hostprocess-container": v, "io.kubernetes.cri.container-type": containerType}
+	}
+}
+
+// In podsandbox mode the pod's kind comes from its pause container's spec;
+// its containers must be of that kind. A HostProcess container's image is
+// not checked against the host's build.
+func TestPodsandboxHostProcessKind(t *testing.T) {
+	h := newHarness(t)
+	checked := 0
+	h.svc.checkImage = func(context.Context, string) error { checked++; return nil }
+	create := func(id string, mutate func(*specs.Spec)) error {
+		_, err := h.svc.Create(h.ctx, &taskAPI.CreateTaskRequest{ID: id, Bundle: bundle(t, mutate)})
+		return errgrpc.ToNative(err)
+	}
+	if err := create("pause", hostProcess(true, "sandbox")); err != nil {
+		t.Fatal(err)
+	}
+	// Nothing runs for a HostProcess pod's pause container (runhcs fakes
+	// it too): no compute system, a task of pid 0 until it is stopped.
+	if s := h.backend.System("pause"); s != nil {
+		t.Fatalf("a HostProcess pod's pause container made a compute system: %+v", s)
+	}
+	if pid := h.start(t, "pause", ""); pid != 0 {
+		t.Errorf("the pause task's pid is %d", pid)
+	}
+	if st, err := h.svc.Stats(h.ctx, &taskAPI.StatsRequest{ID: "pause"}); err != nil || st.Stats == nil {
+		t.Errorf("Stats of the pause task: %v, %v", st, err)
+	}
+	if err := create("ordinary", hostProcess(false, "container")); !errdefs.IsInvalidArgument(err) {
+		t.Errorf("an ordinary container in a HostProcess pod: %v", err)
+	}
+	if err := create("agent", hostProcess(true, "container")); err != nil {
+		t.Errorf("a HostProcess container in a HostProcess pod: %v", err)
+	}
+	if checked != 0 {
+		t.Errorf("the image check ran %d times for HostProcess containers", checked)
+	}
+	if _, err := h.svc.Kill(h.ctx, &taskAPI.KillRequest{ID: "pause", Signal: 15}); err != nil {
+		t.Fatal(err)
+	}
+	if w := h.wait(t, "pause", ""); w.ExitStatus != 0 {
+		t.Errorf("the pause task exited %d after SIGTERM, want 0", w.ExitStatus)
+	}
+
+	h = newHarness(t)
+	h.svc.checkImage = func(context.Context, string) error { checked++; return nil }
+	if err := create("pause", hostProcess(false, "sandbox")); err != nil {
+		t.Fatal(err)
+	}
+	if err := create("agent", hostProcess(true, "container")); !errdefs.IsInvalidArgument(err) {
+		t.Errorf("a HostProcess container in an ordinary pod: %v", err)
+	}
+	if checked != 1 {
+		t.Errorf("the image check ran %d times, want once (the pause container)", checked)
+	}
+}
