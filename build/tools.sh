@@ -1,8 +1,9 @@
 #!/usr/bin/env bash
 # Builds the pinned third-party tools the integration tests drive, from the Go
 # module proxy, into DIR: containerd and ctr (and containerd's own runc shim,
-# the yardstick for shim memory), crictl, and containerd.exe and ctr.exe in
-# DIR/bin/windows for the Windows node under Wine (integration/winenode). A
+# the yardstick for shim memory), crictl, and containerd.exe, ctr.exe and
+# crictl.exe in DIR/bin/windows for the Windows node under Wine
+# (integration/winenode). A
 # tool already built at the pinned version is kept.
 #
 # DIR/bin/cni holds the CNI plugins the emulated node gives pods their
@@ -54,14 +55,36 @@ containerd_module() {
 		sed -n 's/^[[:space:]]*"Dir": "\(.*\)",$/\1/p'
 }
 
-if ! stamp windows/containerd.exe $containerd_version || ! stamp windows/ctr.exe $containerd_version; then
+# Wine 8 answers NtSetInformationFile(FileDispositionInformationEx) with
+# STATUS_NOT_IMPLEMENTED, which the Go runtime's fallback to
+# FileDispositionInformation does not take, so os.RemoveAll fails under Wine
+# ("Invalid function") and containerd.exe cannot remove a container's state.
+# The Windows node's containerd.exe is built with the fallback taken for that
+# status too (an -overlay of one file of the Go runtime); on Windows the
+# status never comes.
+windows_overlay() {
+	local src out
+	src=$(go env GOROOT)/src/internal/syscall/windows/at_windows.go
+	out=$1/at_windows.go
+	sed 's|STATUS_NOT_SUPPORTED:     // the file system|STATUS_NOT_SUPPORTED, NTStatus(0xC0000002): // or Wine 8; the file system|' "$src" >"$out"
+	if cmp -s "$src" "$out"; then
+		echo "tools: $src has changed; update windows_overlay in $0" >&2
+		return 1
+	fi
+	printf '{"Replace":{"%s":"%s"}}' "$src" "$out" >"$1/overlay.json"
+}
+containerd_windows_version="$containerd_version+$(go env GOVERSION)+wine-removeall"
+if ! stamp windows/containerd.exe "$containerd_windows_version" || ! stamp windows/ctr.exe "$containerd_windows_version"; then
 	echo "tools: building containerd $containerd_version for Windows"
 	# `go install` does not cross-compile into GOBIN: build in the module,
 	# whose go.sum is complete.
 	mod=$(containerd_module)
 	mkdir -p "$dir/bin/windows"
-	(cd "$mod" && GOOS=windows GOARCH=amd64 go build -trimpath -o "$dir/bin/windows/" ./cmd/containerd ./cmd/ctr)
-	for b in containerd.exe ctr.exe; do mark windows/$b $containerd_version; done
+	ovl=$(mktemp -d)
+	windows_overlay "$ovl"
+	(cd "$mod" && GOOS=windows GOARCH=amd64 go build -trimpath -overlay "$ovl/overlay.json" -o "$dir/bin/windows/" ./cmd/containerd ./cmd/ctr)
+	rm -rf "$ovl"
+	for b in containerd.exe ctr.exe; do mark windows/$b "$containerd_windows_version"; done
 fi
 
 patch=$(cd "$(dirname "$0")" && pwd)/containerd-wincri.patch
@@ -76,8 +99,8 @@ if ! stamp containerd-wincri "$wincri_version"; then
 	mark containerd-wincri "$wincri_version"
 fi
 
-if ! stamp crictl $crictl_version; then
-	echo "tools: building crictl $crictl_version"
+if ! stamp crictl $crictl_version || ! stamp windows/crictl.exe $crictl_version; then
+	echo "tools: building crictl $crictl_version, and crictl.exe for the Windows node"
 	# cri-tools cannot be installed with `go install` (the checksum database and
 	# version list refuse it): fetch the module, build from a writable copy.
 	mod=$(GONOSUMDB=sigs.k8s.io/cri-tools GOFLAGS= go mod download -json sigs.k8s.io/cri-tools@$crictl_version |
@@ -88,8 +111,10 @@ if ! stamp crictl $crictl_version; then
 	chmod -R u+w "$src"
 	# The module zip holds only vendor/modules.txt, not the vendored code.
 	rm -rf "$src/vendor"
-	(cd "$src" && go build -trimpath \
-		-ldflags "-X sigs.k8s.io/cri-tools/pkg/version.Version=${crictl_version#v}" \
-		-o "$dir/bin/crictl" ./cmd/crictl)
+	ldflags="-X sigs.k8s.io/cri-tools/pkg/version.Version=${crictl_version#v}"
+	(cd "$src" && go build -trimpath -ldflags "$ldflags" -o "$dir/bin/crictl" ./cmd/crictl)
+	mkdir -p "$dir/bin/windows"
+	(cd "$src" && GOOS=windows GOARCH=amd64 go build -trimpath -ldflags "$ldflags" -o "$dir/bin/windows/crictl.exe" ./cmd/crictl)
 	mark crictl $crictl_version
+	mark windows/crictl.exe $crictl_version
 fi

@@ -10,9 +10,13 @@
 // and config.toml in C:\Program Files\containerd, install/'s config fragment
 // imported from its conf.d, containerd's default root, state and pipe.
 //
-// Wine has no HCS, HCN or BackupWrite, so nothing runs in a container here:
-// the tests prove what a node does before those, and that where they are
-// needed the error says so.
+// Wine has no HCS, HCN or BackupWrite, so no process-isolated container
+// runs here: the tests prove what a node does before those, and that where
+// they are needed the error says so. HostProcess containers run for real:
+// job objects are Wine's own, and stand-ins (testdata/standins, built with
+// MinGW; Options.Standins) implement what Wine lacks on their path, the
+// layer functions of vmcompute.dll and the bind filter's bindfltapi.dll.
+// crictl.exe drives containerd.exe's own Windows CRI plugin there.
 package winenode
 
 import (
@@ -56,6 +60,23 @@ type Binaries struct {
 	// Project holds containerd-shim-winproc-v2.exe, winproc-snapshotter.exe,
 	// winproc.exe and shimclient.exe (this package's shimclient command).
 	Project string
+	// Crictl is crictl.exe, the pinned cri-tools built for Windows.
+	Crictl string
+	// Standins holds the stand-in DLLs (BuildStandins).
+	Standins string
+}
+
+// Options change how a node is laid out.
+type Options struct {
+	// Standins installs the stand-in DLLs in the node's System32, where
+	// the shim and containerd.exe load them from.
+	Standins bool
+	// Sandboxer is the winproc handler's sandboxer, "shim" (install/'s
+	// default) or "podsandbox".
+	Sandboxer string
+	// DefaultHandler installs install/'s fragment that makes winproc the
+	// node's default runtime handler, as HostProcess DaemonSets need.
+	DefaultHandler bool
 }
 
 // Node is a Windows node in a private Wine prefix, with containerd.exe and
@@ -63,17 +84,22 @@ type Binaries struct {
 type Node struct {
 	t      testing.TB
 	prefix string
+	opts   Options
 	// Logs of the two services.
 	containerdLog, snapshotterLog syncbuffer.Buffer
 }
 
-// Start makes a node and starts its services; the test's cleanup stops
-// every Wine process of the node and removes the prefix.
-func Start(t testing.TB, bins Binaries) *Node {
+// Start makes a node as install.ps1 lays it out and starts its services;
+// the test's cleanup stops every Wine process of the node and removes the
+// prefix.
+func Start(t testing.TB, bins Binaries) *Node { return StartWith(t, bins, Options{}) }
+
+// StartWith is Start with options.
+func StartWith(t testing.TB, bins Binaries, opts Options) *Node {
 	t.Helper()
 	template := winetest.Prefix(t)
 	dir := t.TempDir()
-	n := &Node{t: t, prefix: filepath.Join(dir, "prefix")}
+	n := &Node{t: t, prefix: filepath.Join(dir, "prefix"), opts: opts}
 	upper, work := filepath.Join(dir, "upper"), filepath.Join(dir, "work")
 	for _, d := range []string{n.prefix, upper, work} {
 		if err := os.Mkdir(d, 0o755); err != nil {
@@ -81,8 +107,8 @@ func Start(t testing.TB, bins Binaries) *Node {
 		}
 	}
 	// An overlay: the template is some 700 MB.
-	opts := fmt.Sprintf("lowerdir=%s,upperdir=%s,workdir=%s", template, upper, work)
-	if err := unix.Mount("overlay", n.prefix, "overlay", 0, opts); err != nil {
+	overlay := fmt.Sprintf("lowerdir=%s,upperdir=%s,workdir=%s", template, upper, work)
+	if err := unix.Mount("overlay", n.prefix, "overlay", 0, overlay); err != nil {
 		t.Fatalf("mount the node's prefix: %v", err)
 	}
 	t.Cleanup(func() {
@@ -117,6 +143,10 @@ func (n *Node) install(bins Binaries) {
 	if err := os.MkdirAll(filepath.Join(dst, "conf.d"), 0o755); err != nil {
 		t.Fatal(err)
 	}
+	fragment := install.FragmentFile
+	if n.opts.DefaultHandler {
+		fragment = install.DefaultFragmentFile
+	}
 	copies := map[string]string{
 		filepath.Join(bins.Containerd, "containerd.exe"):              "containerd.exe",
 		filepath.Join(bins.Containerd, "ctr.exe"):                     "ctr.exe",
@@ -124,7 +154,9 @@ func (n *Node) install(bins Binaries) {
 		filepath.Join(bins.Project, "winproc-snapshotter.exe"):        "winproc-snapshotter.exe",
 		filepath.Join(bins.Project, "winproc.exe"):                    "winproc.exe",
 		filepath.Join(bins.Project, "shimclient.exe"):                 "shimclient.exe",
-		filepath.Join("..", "..", "install", install.FragmentFile):    filepath.Join("conf.d", install.FragmentFile),
+	}
+	if bins.Crictl != "" {
+		copies[bins.Crictl] = "crictl.exe"
 	}
 	for src, name := range copies {
 		b, err := os.ReadFile(src)
@@ -135,9 +167,47 @@ func (n *Node) install(bins Binaries) {
 			t.Fatal(err)
 		}
 	}
+	n.installFragment(fragment)
 	config := fmt.Sprintf("version = 3\nimports = ['%s\\conf.d\\%s']\n", InstallDir, install.FragmentFile)
+	if n.opts.Sandboxer == "podsandbox" {
+		// containerd's own pause container takes containerd's sandbox
+		// image, as install/README.md tells operators of this mode.
+		config += fmt.Sprintf("\n[plugins.'io.containerd.cri.v1.images'.pinned_images]\n  sandbox = '%s'\n", PauseImage)
+	}
 	if err := os.WriteFile(filepath.Join(dst, "config.toml"), []byte(config), 0o644); err != nil {
 		t.Fatal(err)
+	}
+	if n.opts.Standins {
+		for _, dll := range standinDLLs {
+			b, err := os.ReadFile(filepath.Join(bins.Standins, dll))
+			if err != nil {
+				t.Fatalf("install the stand-in %s: %v", dll, err)
+			}
+			if err := os.WriteFile(n.Path(`C:\windows\system32\`+dll), b, 0o644); err != nil {
+				t.Fatal(err)
+			}
+		}
+	}
+}
+
+// installFragment puts install/'s fragment file in conf.d as
+// install.ps1 does (under FragmentFile's name), with the sandboxer of
+// Options.
+func (n *Node) installFragment(file string) {
+	b, err := os.ReadFile(filepath.Join("..", "..", "install", file))
+	if err != nil {
+		n.t.Fatal(err)
+	}
+	s := string(b)
+	if sb := n.opts.Sandboxer; sb != "" {
+		const shim = "sandboxer = 'shim'"
+		if !strings.Contains(s, shim) {
+			n.t.Fatalf("%s has no %q to change", file, shim)
+		}
+		s = strings.ReplaceAll(s, shim, fmt.Sprintf("sandboxer = '%s'", sb))
+	}
+	if err := os.WriteFile(filepath.Join(n.Path(InstallDir), "conf.d", install.FragmentFile), []byte(s), 0o644); err != nil {
+		n.t.Fatal(err)
 	}
 }
 
@@ -195,6 +265,21 @@ func (n *Node) Exec(dir string, env []string, exe string, args ...string) (stdou
 	return o.String(), e.String(), err
 }
 
+// Crictl runs crictl.exe against containerd.exe's CRI, as the kubelet's
+// runtime endpoint, and returns its stdout and stderr.
+func (n *Node) Crictl(args ...string) (stdout, stderr string, err error) {
+	args = append([]string{"--runtime-endpoint", CRIEndpoint, "--image-endpoint", CRIEndpoint, "--timeout", "2m"}, args...)
+	return n.Exec("", nil, InstallDir+`\crictl.exe`, args...)
+}
+
+// PauseImage is the pause image install/'s fragment names, which
+// install.ps1 builds and imports.
+const PauseImage = "winproc.local/pause:node"
+
+// CRIEndpoint is containerd.exe's default address, as a kubelet on
+// Windows names it.
+const CRIEndpoint = "npipe:////./pipe/containerd-containerd"
+
 // Ctr runs ctr.exe against the node's containerd.
 func (n *Node) Ctr(args ...string) (string, error) {
 	return n.Run(InstallDir+`\ctr.exe`, args...)
@@ -226,6 +311,7 @@ func (n *Node) startServices() {
 	for {
 		_, err := n.Ctr("version")
 		if err == nil {
+			n.useUpPlaceholder(`\\.\pipe\containerd-containerd.ttrpc`)
 			return
 		}
 		if time.Now().After(deadline) {
@@ -291,8 +377,15 @@ func (n *Node) dumpLogsOnFailure() {
 	if !n.t.Failed() {
 		return
 	}
-	n.t.Logf("containerd.exe's log:\n%s", tail(n.ContainerdLog(), 60))
+	n.t.Logf("containerd.exe's log:\n%s", tail(n.ContainerdLog(), 400))
 	n.t.Logf("winproc-snapshotter.exe's log:\n%s", tail(n.SnapshotterLog(), 30))
+	// A shim's panic lands in its bundle (shim/manager).
+	panics, _ := filepath.Glob(filepath.Join(n.Path(ContainerdState), "*", "*", "*", "panic.log"))
+	for _, p := range panics {
+		if b, err := os.ReadFile(p); err == nil && len(b) > 0 {
+			n.t.Logf("%s:\n%s", p, tail(string(b), 60))
+		}
+	}
 }
 
 // tail is the last n lines of s.
@@ -302,4 +395,49 @@ func tail(s string, n int) string {
 		lines = lines[len(lines)-n:]
 	}
 	return strings.Join(lines, "\n")
+}
+
+// Background starts a Windows program of the node and returns what stops
+// it (and waits for it): a program that runs until it is stopped, as
+// `crictl port-forward` does.
+func (n *Node) Background(exe string, args ...string) (stop func()) {
+	ctx, cancel := context.WithCancel(context.Background())
+	cmd := winetest.Command(ctx, n.t, n.prefix, exe, args...)
+	var out syncbuffer.Buffer
+	cmd.Stdout, cmd.Stderr = &out, &out
+	if err := cmd.Start(); err != nil {
+		cancel()
+		n.t.Fatalf("start %s: %v", exe, err)
+	}
+	var once bool
+	stop = func() {
+		if once {
+			return
+		}
+		once = true
+		cancel()
+		cmd.Wait()
+	}
+	n.t.Cleanup(stop)
+	return stop
+}
+
+// Processes are the Linux PIDs of the node's Windows processes whose
+// command line holds name.
+func (n *Node) Processes(name string) []int {
+	env := []byte("WINEPREFIX=" + n.prefix + "\x00")
+	return procscan.Live(func(_ int, cmdline, environ []byte) bool {
+		return strings.Contains(string(cmdline), name) && strings.Contains(string(environ), string(env))
+	})
+}
+
+// useUpPlaceholder makes a first client of pipe, a go-winio ListenPipe
+// pipe of containerd.exe: Wine 8 hands that client to the placeholder
+// instance, where its writes hang (../shared/DESIGN.md, section 6). The
+// shims' events reach containerd through its ttrpc pipe, whose first
+// client would otherwise be a shim's.
+func (n *Node) useUpPlaceholder(pipe string) {
+	if out, err := n.Run(InstallDir+`\shimclient.exe`, "stat", pipe); err != nil {
+		n.t.Fatalf("%s: %v\n%s", pipe, err, out)
+	}
 }

@@ -3,9 +3,11 @@
 package winenode
 
 import (
+	"archive/tar"
 	"context"
 	"encoding/json"
 	"fmt"
+	"io"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -45,7 +47,7 @@ func run(m *testing.M) int {
 		return 1
 	}
 	defer os.RemoveAll(dir)
-	if err := node.BuildBinaries(dir, "windows", "containerd-shim-winproc-v2", "winproc-snapshotter", "winproc", "pause", "wincat"); err != nil {
+	if err := node.BuildBinaries(dir, "windows", "containerd-shim-winproc-v2", "winproc-snapshotter", "winproc", "pause", "wincat", "winproc-testapp"); err != nil {
 		fmt.Fprintln(os.Stderr, err)
 		return 1
 	}
@@ -55,11 +57,25 @@ func run(m *testing.M) int {
 		fmt.Fprintf(os.Stderr, "build shimclient: %v\n%s", err, out)
 		return 1
 	}
-	bins = Binaries{Containerd: filepath.Join(tools, "windows"), Project: dir}
+	if err := BuildStandins(dir); err != nil {
+		fmt.Fprintln(os.Stderr, err)
+		return 1
+	}
+	bins = Binaries{
+		Containerd: filepath.Join(tools, "windows"),
+		Project:    dir,
+		Crictl:     filepath.Join(tools, "windows", "crictl.exe"),
+		Standins:   dir,
+	}
 	return m.Run()
 }
 
 func startNode(t *testing.T) *Node {
+	t.Helper()
+	return startNodeWith(t, Options{})
+}
+
+func startNodeWith(t *testing.T, opts Options) *Node {
 	t.Helper()
 	if bins.Project == "" {
 		t.Skipf("WINPROC_TOOLS and %s are not set; run through `make test` or `make wine-node`", winetest.PrefixEnv)
@@ -67,7 +83,7 @@ func startNode(t *testing.T) *Node {
 	if _, err := os.Stat(filepath.Join(bins.Containerd, "containerd.exe")); err != nil {
 		t.Fatalf("no containerd.exe for Windows (build/tools.sh builds it): %v", err)
 	}
-	return Start(t, bins)
+	return StartWith(t, bins, opts)
 }
 
 // ctr runs ctr.exe and fails the test if it fails.
@@ -462,12 +478,57 @@ func importBuilt(t *testing.T, n *Node, ns, ref string, img v1.Image) []digest.D
 		diffIDs[i] = digest.Digest(d.String())
 	}
 	chain := identity.ChainIDs(diffIDs)
+	layers, err := img.Layers()
+	if err != nil {
+		t.Fatal(err)
+	}
 	parent := ""
-	for _, c := range chain {
+	for i, c := range chain {
 		if !slices.Contains(snapshotKeys(t, n, ns), c.String()) {
-			seedLayer(t, n, ns, c.String(), parent)
+			l := seedLayer(t, n, ns, c.String(), parent)
+			extractFiles(t, layers[i], n.Path(l.dir))
 		}
 		parent = c.String()
 	}
 	return chain
+}
+
+// extractFiles writes the regular files and directories under Files/ of
+// a Windows layer into dir, as importing it would.
+func extractFiles(t *testing.T, layer v1.Layer, dir string) {
+	t.Helper()
+	rc, err := layer.Uncompressed()
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer rc.Close()
+	tr := tar.NewReader(rc)
+	for {
+		h, err := tr.Next()
+		if err == io.EOF {
+			return
+		}
+		if err != nil {
+			t.Fatal(err)
+		}
+		name := strings.ReplaceAll(h.Name, `\`, "/")
+		if !strings.HasPrefix(name, "Files/") || strings.Contains(name, "..") {
+			continue
+		}
+		p := filepath.Join(dir, filepath.FromSlash(name))
+		switch h.Typeflag {
+		case tar.TypeDir:
+			err = os.MkdirAll(p, 0o755)
+		case tar.TypeReg:
+			if err = os.MkdirAll(filepath.Dir(p), 0o755); err == nil {
+				var b []byte
+				if b, err = io.ReadAll(tr); err == nil {
+					err = os.WriteFile(p, b, 0o755)
+				}
+			}
+		}
+		if err != nil {
+			t.Fatal(err)
+		}
+	}
 }

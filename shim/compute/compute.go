@@ -69,6 +69,14 @@ type System interface {
 	Close() error
 }
 
+// ShutdownGracer is a System whose graceful stop after its first process
+// exited has a deadline of its own; others get the task's (30 s, HCS's).
+// A HostProcess container's is runhcs's 5 s: what its processes left
+// behind is on the host.
+type ShutdownGracer interface {
+	ShutdownGrace() time.Duration
+}
+
 // Signal is a Windows console control event. Windows processes have no
 // POSIX signals; the shim maps containerd's signals onto these, and
 // SIGKILL onto Process.Kill.

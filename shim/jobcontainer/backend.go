@@ -35,12 +35,20 @@ type host interface {
 	isLink(path string) bool
 	// remove removes a file, a link or an empty directory.
 	remove(path string) error
+	// bindFilter reports whether the host has the bind filter's API,
+	// bindfltapi.dll; bind and unbind are its BfSetupFilter and
+	// BfRemoveMapping for the whole host (go-winio's pkg/bindfilter).
+	// Unbinding a root without a binding is ERROR_NOT_FOUND.
+	bindFilter() bool
+	bind(root, source string, readOnly bool) error
+	unbind(root string) error
 	facts(err error) errFacts
 }
 
 // rootfs makes a container's layers visible at its mount point, and takes
-// them away. The backend's own is volumeRootfs; the Windows tests under
-// Wine, which has no layer functions and no volume mount points, put a
+// them away. The backend's own are bindRootfs where the host has the bind
+// filter and volumeRootfs where it has not; the Windows tests under Wine,
+// which has no layer functions and no volume mount points, put a
 // directory there instead.
 type rootfs interface {
 	// mount makes the scratch over its parents visible at dir, growing
@@ -87,8 +95,10 @@ const (
 // internal/jobcontainers. MAPPING.md maps the contract onto the Windows
 // calls. It is safe for concurrent use.
 type Backend struct {
-	host      host
-	rootfs    rootfs
+	host   host
+	rootfs rootfs
+	// binds: mapped directories are bind filter bindings, not links.
+	binds     bool
 	scratch   scratch.Mounter
 	records   record.Dir
 	mountRoot string
@@ -122,6 +132,9 @@ func newBackend(h host, opts Options) *Backend {
 		RetryDelay: scratch.RetryDelay,
 	}
 	b.rootfs = volumeRootfs{b}
+	if h.bindFilter() {
+		b.rootfs, b.binds = bindRootfs{b}, true
+	}
 	return b
 }
 
@@ -140,12 +153,13 @@ func (b *Backend) HostCPUs() int {
 func jobName(id string) string { return "winproc-hostprocess-" + id }
 
 // held is what a container holds beyond its job object, recorded for
-// Open: its scratch layer and mount point, and the temporary users made
-// for its processes.
+// Open: its scratch layer and mount point, the bindings of its mapped
+// directories, and the temporary users made for its processes.
 type held struct {
 	ID         string   `json:"id"`
 	Scratch    string   `json:"scratch,omitempty"`
 	MountPoint string   `json:"mountPoint,omitempty"`
+	Bindings   []string `json:"bindings,omitempty"`
 	Users      []string `json:"users,omitempty"`
 }
 
@@ -159,8 +173,9 @@ type held struct {
 //  3. what a container of the id that died with its shim left behind is
 //     released, and the record written;
 //  4. the rootfs at <MountRoot>\<id> (the scratch activated and prepared
-//     over its parents, its volume mounted there);
-//  5. each mapped directory as a symbolic link under the mount point.
+//     over its parents, its volume bound or mounted there);
+//  5. each mapped directory under the mount point: a binding with the
+//     bind filter, a symbolic link without.
 func (b *Backend) Create(ctx context.Context, id string, s *compute.Settings) (compute.System, error) {
 	if err := ctx.Err(); err != nil {
 		return nil, err
@@ -183,6 +198,9 @@ func (b *Backend) Create(ctx context.Context, id string, s *compute.Settings) (c
 	}
 	b.releaseStale(ctx, id)
 	h := held{ID: id, Scratch: s.Layers.Scratch, MountPoint: mountPoint}
+	if b.binds {
+		h.Bindings = links
+	}
 	if err := b.records.Write(id, h); err != nil {
 		undoJob()
 		return nil, err
@@ -269,16 +287,20 @@ func checkSettings(s *compute.Settings, mountPoint string) ([]string, error) {
 			rel = rel[2:]
 		}
 		if strings.Trim(rel, `\/`) == "" {
-			return nil, invalid("mount %s → %s maps a whole drive: without the bind filter a mount is a link under the container's mount point; map a directory", d.HostPath, d.ContainerPath)
+			return nil, invalid("mount %s → %s maps a whole drive: a HostProcess container's mount is placed under its mount point, which holds its rootfs; map a directory", d.HostPath, d.ContainerPath)
 		}
 		links[i] = join(mountPoint, rel)
 	}
 	return links, nil
 }
 
-// mapDirectories makes each mapped directory a symbolic link at its place
-// under the mount point, replacing a link left there by an earlier run.
+// mapDirectories makes each mapped directory a binding (bindDirectories)
+// or a symbolic link at its place under the mount point, replacing a link
+// left there by an earlier run.
 func (b *Backend) mapDirectories(dirs []compute.MappedDirectory, links []string) error {
+	if b.binds {
+		return b.bindDirectories(dirs, links)
+	}
 	for i, d := range dirs {
 		link := links[i]
 		if err := b.host.mkdirAll(link[:strings.LastIndex(link, `\`)]); err != nil {
@@ -296,7 +318,8 @@ func (b *Backend) mapDirectories(dirs []compute.MappedDirectory, links []string)
 	return nil
 }
 
-// releaseHeld releases what h names: the rootfs, then the temporary
+// releaseHeld releases what h names: the bindings of mapped directories,
+// the rootfs (once no binding is left under it), then the temporary
 // users. The record is removed once nothing is held, and rewritten with
 // what is still held otherwise. Failures are logged.
 func (b *Backend) releaseHeld(ctx context.Context, h held) {
@@ -306,8 +329,10 @@ func (b *Backend) releaseHeld(ctx context.Context, h held) {
 }
 
 func (b *Backend) release(ctx context.Context, h held) error {
-	var errs []error
-	if h.Scratch != "" {
+	left, err := b.unbindAll(h.Bindings)
+	errs := []error{err}
+	h.Bindings = left
+	if h.Scratch != "" && len(left) == 0 {
 		released, err := b.rootfs.unmount(ctx, h.Scratch, h.MountPoint)
 		if err != nil {
 			errs = append(errs, err)
@@ -316,16 +341,15 @@ func (b *Backend) release(ctx context.Context, h held) error {
 			h.Scratch, h.MountPoint = "", ""
 		}
 	}
-	var left []string
+	var users []string
 	for _, u := range h.Users {
 		if err := b.host.deleteUser(u); err != nil && !b.host.facts(err).NotExist {
 			errs = append(errs, classify(fmt.Sprintf("delete the temporary user %s", u), err, b.host.facts(err)))
-			left = append(left, u)
+			users = append(users, u)
 		}
 	}
-	h.Users = left
-	var err error
-	if h.Scratch == "" && len(h.Users) == 0 {
+	h.Users = users
+	if h.Scratch == "" && len(h.Bindings) == 0 && len(h.Users) == 0 {
 		err = b.records.Remove(h.ID)
 	} else {
 		err = b.records.Write(h.ID, h)

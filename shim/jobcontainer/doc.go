@@ -3,8 +3,9 @@
 // hostProcess pods run. A container is a job object of its own whose
 // processes run on the host, as runhcs's internal/jobcontainers: the
 // container's layers are mounted at <MountRoot>\<id> (C:\hpc\<id>, named
-// by CONTAINER_SANDBOX_MOUNT_POINT), its mapped directories are links
-// under it, and every process is started from its command line with no
+// by CONTAINER_SANDBOX_MOUNT_POINT), its mapped directories are bind
+// filter bindings under it (links where the host has no bind filter), and
+// every process is started from its command line with no
 // shell in between, so that its exit code is its own. MAPPING.md maps the
 // contract onto the Windows calls and says where it differs from runhcs.
 //
@@ -19,6 +20,7 @@
 //
 //	backend.go  Create (job, limits, rootfs, mapped directories, undo),
 //	            Open, the record of what a container holds (shim/record)
+//	bind.go     the rootfs and mapped directories as bind filter bindings
 //	limits.go   Resources to the job's limits
 //	system.go   compute.System: stop detection, Shutdown, Terminate,
 //	            Stats, ProcessList, Modify, Close
@@ -34,7 +36,10 @@
 // The Windows tests (jobcontainer_windows_test.go) run real processes (the
 // test binary itself, as app.exe) in real job objects through the binding,
 // with the rootfs a plain directory; binding_wine_test.go runs them under
-// Wine from Linux, also with a stack move at every function entry.
+// Wine from Linux, also with a stack move at every function entry. The
+// Windows node under Wine (integration/winenode) runs the whole backend,
+// rootfs and bindings included, under containerd.exe's CRI, with stand-ins
+// of the layer functions and the bind filter.
 //
 // # Lifecycle
 //

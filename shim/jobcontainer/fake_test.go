@@ -44,6 +44,7 @@ type fakeHost struct {
 	files   map[string]bool // lower-cased path → is a directory
 	links   map[string]string
 	mounts  map[string]string // mount point → volume
+	binds   map[string]string // binding root → source; nil: no bind filter
 	image   []string          // files of the image, relative to its root
 	volume  string            // what MountPath answers
 	users   map[string]string // name → group
@@ -819,7 +820,11 @@ func (f *fakeHost) facts(err error) errFacts { return errnoFacts(err) }
 // state directory of its own.
 func testBackend(t *testing.T) (*Backend, *fakeHost) {
 	t.Helper()
-	f := newFakeHost(t)
+	return testBackendOn(t, newFakeHost(t))
+}
+
+func testBackendOn(t *testing.T, f *fakeHost) (*Backend, *fakeHost) {
+	t.Helper()
 	b := newBackend(f, Options{StateDir: winetest.TempDir(t)})
 	b.messageTimeout = 50 * time.Millisecond
 	b.pollInterval = 5 * time.Millisecond

@@ -6,7 +6,9 @@ import (
 	"errors"
 	"os"
 
+	"github.com/Microsoft/go-winio/pkg/bindfilter"
 	"github.com/Microsoft/hcsshim"
+	"golang.org/x/sys/windows"
 
 	"github.com/winproc/winproc/shim/scratch"
 )
@@ -45,6 +47,18 @@ func (windowsHost) isLink(path string) bool {
 }
 
 func (windowsHost) remove(path string) error { return os.Remove(path) }
+
+// bindFilter is hcsshim's test (internal/jobcontainers
+// FileBindingSupported): the API's DLL is there.
+func (windowsHost) bindFilter() bool { return bindfltapi.Load() == nil }
+
+var bindfltapi = windows.NewLazySystemDLL("bindfltapi.dll")
+
+func (windowsHost) bind(root, source string, readOnly bool) error {
+	return bindfilter.ApplyFileBinding(root, source, readOnly)
+}
+
+func (windowsHost) unbind(root string) error { return bindfilter.RemoveFileBinding(root) }
 
 // facts reads the Windows error, inside hcsshim's HcsError for the layer
 // functions.

@@ -220,6 +220,13 @@ func (s *system) Shutdown(ctx context.Context) error {
 	})
 }
 
+// ShutdownGrace is runhcs's deadline for a HostProcess container's
+// graceful stop (hcsshim internal/jobcontainers Shutdown): 5 s, then the
+// job is terminated.
+func (s *system) ShutdownGrace() time.Duration { return shutdownGrace }
+
+const shutdownGrace = 5 * time.Second
+
 func (s *system) ctrlEventToPID(pid, event uint32) error {
 	p, err := s.b.host.openProcess(pid)
 	if err != nil {

@@ -151,14 +151,6 @@ func runtimeOptions(params *bootapi.BootstrapParams) ([]byte, error) {
 // and this file keeps only what is printed before that.
 const panicLogName = "panic.log"
 
-func openPanicLog() (*os.File, error) {
-	f, err := os.OpenFile(panicLogName, os.O_WRONLY|os.O_CREATE|os.O_APPEND, 0o600)
-	if err != nil {
-		return nil, fmt.Errorf("open the shim's panic log in the bundle: %w", err)
-	}
-	return f, nil
-}
-
 // group returns the shim a task belongs to: its pod's sandbox, or itself.
 // A sandbox's own bundle may hold no spec (containerd's shim sandboxer
 // makes it with none): the sandbox is its own group.

@@ -116,3 +116,11 @@ func (m *Manager) command(ctx context.Context, id string, params *bootapi.Bootst
 	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
 	return cmd, nil
 }
+
+func openPanicLog() (*os.File, error) {
+	f, err := os.OpenFile(panicLogName, os.O_WRONLY|os.O_CREATE|os.O_APPEND, 0o600)
+	if err != nil {
+		return nil, fmt.Errorf("open the shim's panic log in the bundle: %w", err)
+	}
+	return f, nil
+}

@@ -9,11 +9,13 @@ import (
 	"fmt"
 	"os"
 	"os/exec"
+	"path/filepath"
 	"time"
 
 	"github.com/Microsoft/go-winio"
 	bootapi "github.com/containerd/containerd/api/runtime/bootstrap/v1"
 	"github.com/containerd/containerd/v2/pkg/namespaces"
+	"golang.org/x/sys/windows"
 
 	"github.com/winproc/winproc/internal/containerdnames"
 	"github.com/winproc/winproc/shim/options"
@@ -54,10 +56,6 @@ func (m *Manager) Start(ctx context.Context, params *bootapi.BootstrapParams) (*
 	if err != nil {
 		return nil, err
 	}
-	cwd, err := os.Getwd()
-	if err != nil {
-		return nil, err
-	}
 	args := []string{"-namespace", ns, "-id", id, "-address", params.GetContainerdGrpcAddress(), "-socket", address}
 	if params.GetLogLevel() <= bootapi.LogLevel_LOG_LEVEL_DEBUG {
 		args = append(args, "-debug")
@@ -67,7 +65,10 @@ func (m *Manager) Start(ctx context.Context, params *bootapi.BootstrapParams) (*
 		return nil, err
 	}
 	cmd := exec.Command(self, args...)
-	cmd.Dir = cwd
+	// Not in the bundle: containerd renames the bundle away right after
+	// the shim's last reply, and Windows refuses while a process has its
+	// working directory there.
+	cmd.Dir = filepath.Dir(self)
 	cmd.Env = append(os.Environ(), options.Env+"="+string(body))
 	panicLog, err := openPanicLog()
 	if err != nil {
@@ -80,4 +81,22 @@ func (m *Manager) Start(ctx context.Context, params *bootapi.BootstrapParams) (*
 	}
 	go cmd.Wait()
 	return result, nil
+}
+
+// openPanicLog opens the panic log for the serving shim's standard error,
+// shared for deletion: the serving shim holds it open to its end, and
+// containerd renames the bundle away (which the open file would refuse
+// otherwise) right after the shim's last reply.
+func openPanicLog() (*os.File, error) {
+	name, err := windows.UTF16PtrFromString(panicLogName)
+	if err != nil {
+		return nil, err
+	}
+	h, err := windows.CreateFile(name, windows.FILE_APPEND_DATA,
+		windows.FILE_SHARE_READ|windows.FILE_SHARE_WRITE|windows.FILE_SHARE_DELETE,
+		nil, windows.OPEN_ALWAYS, windows.FILE_ATTRIBUTE_NORMAL, 0)
+	if err != nil {
+		return nil, fmt.Errorf("open the shim's panic log in the bundle: %w", err)
+	}
+	return os.NewFile(uintptr(h), panicLogName), nil
 }

@@ -117,6 +117,7 @@ func (s *Service) CreateSandbox(ctx context.Context, r *sandboxAPI.CreateSandbox
 	s.mu.Unlock()
 	s.tasks.SetPodKind(settings.HostProcess)
 	if settings.HostProcess {
+		s.tasks.HoldForSandbox(true)
 		return &sandboxAPI.CreateSandboxResponse{}, nil
 	}
 	defer func() {
@@ -388,6 +389,7 @@ func (s *Service) ShutdownSandbox(ctx context.Context, r *sandboxAPI.ShutdownSan
 		s.mu.Lock()
 		if p.hostProcess != nil {
 			p.hostProcess.stop()
+			s.tasks.HoldForSandbox(false)
 		}
 		s.pod = nil
 		s.mu.Unlock()

@@ -90,7 +90,11 @@ func (c *container) teardown(ctx context.Context, _ *process.Process, status uin
 			logger.WithError(err).WithField("exec", e.ID()).Warn("kill exec of exited task")
 		}
 	}
-	if err := stopSystem(ctx, c.system, c.system.Shutdown, shutdownTimeout); err != nil {
+	grace := shutdownTimeout
+	if g, ok := c.system.(compute.ShutdownGracer); ok {
+		grace = g.ShutdownGrace()
+	}
+	if err := stopSystem(ctx, c.system, c.system.Shutdown, grace); err != nil {
 		logger.WithError(err).Info("graceful shutdown failed; terminating")
 		if err := stopSystem(ctx, c.system, c.system.Terminate, terminateTimeout); err != nil {
 			logger.WithError(err).Error("terminate compute system")

@@ -227,7 +227,7 @@ func (s *Service) Connect(ctx context.Context, r *taskAPI.ConnectRequest) (_ *ta
 	return resp, nil
 }
 
-// Shutdown stops the shim once it holds no task.
+// Shutdown stops the shim once it holds no task and no sandbox.
 func (s *Service) Shutdown(ctx context.Context, r *taskAPI.ShutdownRequest) (*emptypb.Empty, error) {
 	s.ShutdownIfIdle()
 	return &emptypb.Empty{}, nil

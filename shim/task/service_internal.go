@@ -48,6 +48,9 @@ type Service struct {
 	// service (shim mode), or the pause container's spec (podsandbox
 	// mode). Every container of the pod must be of its kind.
 	podKind *bool
+	// sandboxHeld keeps the shim serving without a task: a HostProcess
+	// pod's sandbox in shim mode has none of its own.
+	sandboxHeld bool
 }
 
 // SetPodKind records whether the pod the shim serves is a HostProcess pod.
@@ -351,12 +354,22 @@ func (s *Service) WaitProcess(ctx context.Context, id, execID string) (exit uint
 	return p.Wait(ctx)
 }
 
-// ShutdownIfIdle stops the shim unless it still holds a task.
+// HoldForSandbox keeps the shim serving while held, for a sandbox that
+// has no task of its own: removing the pod's last container must not end
+// the shim while the pod stays.
+func (s *Service) HoldForSandbox(held bool) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.sandboxHeld = held
+}
+
+// ShutdownIfIdle stops the shim unless it still holds a task or a
+// sandbox.
 func (s *Service) ShutdownIfIdle() {
 	s.mu.Lock()
-	n := len(s.containers)
+	idle := len(s.containers) == 0 && !s.sandboxHeld
 	s.mu.Unlock()
-	if n == 0 {
+	if idle {
 		s.shutdown.Shutdown()
 	}
 }

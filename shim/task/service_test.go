@@ -511,3 +511,40 @@ func TestPidsWithoutDetails(t *testing.T) {
 	h.svc.Kill(h.ctx, &taskAPI.KillRequest{ID: "c1", Signal: uint32(syscall.SIGKILL), All: true})
 	h.wait(t, "c1", "")
 }
+
+// A sandbox without a task of its own (a HostProcess pod in shim mode)
+// keeps the shim serving once its last container is gone; the shim goes
+// when the sandbox does.
+func TestShutdownWaitsForSandbox(t *testing.T) {
+	h := newHarness(t)
+	h.svc.HoldForSandbox(true)
+	if _, err := h.svc.Shutdown(h.ctx, &taskAPI.ShutdownRequest{ID: "c1"}); err != nil || h.shutdown.done {
+		t.Fatalf("shutdown while the sandbox is held: %v, done %v", err, h.shutdown.done)
+	}
+	h.svc.HoldForSandbox(false)
+	if _, err := h.svc.Shutdown(h.ctx, &taskAPI.ShutdownRequest{ID: "c1"}); err != nil || !h.shutdown.done {
+		t.Errorf("shutdown once the sandbox is gone: %v, done %v", err, h.shutdown.done)
+	}
+}
+
+// A system that lingers after its first process exited is terminated at
+// its own graceful deadline (a HostProcess container's 5 s), and the
+// task's exit is final then.
+func TestTeardownTakesTheSystemsGrace(t *testing.T) {
+	h := newHarness(t)
+	h.create(t, "c1")
+	sys := h.backend.System("c1")
+	sys.Lingering, sys.Grace = true, 50*time.Millisecond
+	h.start(t, "c1", "")
+	start := time.Now()
+	if _, err := h.svc.Kill(h.ctx, &taskAPI.KillRequest{ID: "c1", Signal: uint32(syscall.SIGKILL)}); err != nil {
+		t.Fatal(err)
+	}
+	h.wait(t, "c1", "")
+	if d := time.Since(start); d > 5*time.Second {
+		t.Errorf("the exit took %v; want about the system's 50 ms grace", d)
+	}
+	if !sys.ShutdownCalled || !sys.Terminated {
+		t.Errorf("shutdown %v, terminated %v; want both", sys.ShutdownCalled, sys.Terminated)
+	}
+}

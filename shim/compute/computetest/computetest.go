@@ -64,6 +64,10 @@ type System struct {
 	Terminated     bool
 	Closed         bool
 	ShutdownErr    error
+	// Lingering makes Shutdown leave the system running, as a process
+	// that ignores the event does; Grace, when set, is its ShutdownGrace.
+	Lingering bool
+	Grace     time.Duration
 	// CreateErr, when set, fails CreateProcess.
 	CreateErr error
 	Modified  []compute.Resources
@@ -101,8 +105,18 @@ func (s *System) Shutdown(context.Context) error {
 	if err != nil {
 		return err
 	}
-	s.stop()
+	if !s.Lingering {
+		s.stop()
+	}
 	return nil
+}
+
+// ShutdownGrace is Grace, or the task's default when Grace is not set.
+func (s *System) ShutdownGrace() time.Duration {
+	if s.Grace > 0 {
+		return s.Grace
+	}
+	return 30 * time.Second
 }
 
 func (s *System) Terminate(context.Context) error {

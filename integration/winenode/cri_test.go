@@ -1,0 +1,322 @@
+//go:build linux
+
+package winenode
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"io"
+	"net"
+	"net/http"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/winproc/winproc/winimage"
+)
+
+// The kubelet's way, on Windows: crictl.exe drives containerd.exe's own
+// Windows CRI plugin, which runs a HostProcess pod on the shipped
+// containerd-shim-winproc-v2.exe, whose containers are Windows processes
+// in job objects, under Wine. Both sandbox modes; every verb a
+// HostProcess DaemonSet's pod goes through; nothing left.
+func TestCRIHostProcess(t *testing.T) {
+	for _, sandboxer := range []string{"shim", "podsandbox"} {
+		t.Run(sandboxer, func(t *testing.T) { criHostProcess(t, sandboxer) })
+	}
+}
+
+// agentImage is a HostProcess image as Kubernetes' HostProcess base image
+// makes them: one layer with the program, built for another build
+// (ltsc2019) than the node's.
+const agentImage = "winproc.test/agent:ltsc2019"
+
+func criHostProcess(t *testing.T, sandboxer string) {
+	n := startNodeWith(t, Options{Standins: true, Sandboxer: sandboxer, DefaultHandler: true})
+	importTree(t, n, agentImage, "10.0.17763.1", "winproc-testapp.exe")
+	if sandboxer == "podsandbox" {
+		importTree(t, n, PauseImage, "10.0.20348.1", "pause.exe")
+	}
+	logs := t.TempDir()
+	pod := criJSON(t, "pod.json", map[string]any{
+		"metadata":      map[string]any{"name": "agents", "namespace": "kube-system", "uid": "uid-agents"},
+		"log_directory": WindowsPath(logs),
+		"windows":       hostProcess(`NT AUTHORITY\SYSTEM`, true),
+		"annotations":   inheritUser,
+	})
+	id := criRun(t, n, "runp", pod)
+	if sandboxer == "shim" && len(n.ShimPIDs()) != 1 {
+		t.Errorf("shims %v after runp, want the pod's one", n.ShimPIDs())
+	}
+
+	// A server on the node's loopback, stopped by a console event.
+	port := freePort(t)
+	server := criCreate(t, n, id, pod, "server", "winproc-testapp.exe", "serve", "-addr", fmt.Sprintf("127.0.0.1:%d", port))
+	criRun(t, n, "start", server)
+	waitFor(t, "the server's log", func() bool { return strings.Contains(readLog(logs, "server"), "listening") })
+	if out := criRun(t, n, "ps", "--pod", id, "-q"); !strings.Contains(out, server) {
+		t.Errorf("crictl ps --pod lists %q, not the server", out)
+	}
+
+	// exec: the program found on the rootfs by the shim, no shell.
+	env := criRun(t, n, "exec", "-s", server, "winproc-testapp.exe", "env")
+	mountPoint := envValue(env, "CONTAINER_SANDBOX_MOUNT_POINT")
+	if !strings.HasPrefix(strings.ToLower(mountPoint), `c:\hpc\`) {
+		t.Errorf("CONTAINER_SANDBOX_MOUNT_POINT is %q:\n%s", mountPoint, env)
+	}
+	if _, _, err := n.Crictl("exec", "-s", server, "winproc-testapp.exe", "exit", "7"); err == nil {
+		t.Error("exec exiting 7 succeeded")
+	}
+	if _, errOut, err := n.Crictl("exec", "-s", server, "no-such-program.exe"); err == nil || !strings.Contains(errOut, "no-such-program.exe") {
+		t.Errorf("exec of a missing program: %v\n%s", err, errOut)
+	}
+
+	// port-forward: containerd.exe dials the node's localhost for a
+	// HostProcess pod.
+	local := freePort(t)
+	stopForward := n.Background(InstallDir+`\crictl.exe`, "--runtime-endpoint", CRIEndpoint, "port-forward", id, fmt.Sprintf("%d:%d", local, port))
+	waitFor(t, "the forwarded port's answer", func() bool {
+		body, err := httpGet(fmt.Sprintf("http://127.0.0.1:%d/healthz", local))
+		return err == nil && body != ""
+	})
+	stopForward()
+
+	// Wine's job accounting gives no CPU time or memory: the figures are
+	// checked against the binding's fake (shim/jobcontainer).
+	if stats := criRun(t, n, "stats", "-o", "json", "--id", server); !strings.Contains(stats, `"usageCoreNanoSeconds"`) || !strings.Contains(stats, `"workingSetBytes"`) {
+		t.Errorf("crictl stats:\n%s", stats)
+	}
+	// A process an exec starts, detached, is in the container's job: it
+	// ends with the container although it ignores the console event.
+	criRun(t, n, "exec", "-s", server, "cmd", "/c", "start", "/b", "winproc-testapp.exe", "sleep", "-seconds", "0", "-ignore-events")
+	waitFor(t, "the detached process", func() bool { return len(n.Processes("-ignore-events")) == 1 })
+
+	// Exit codes exact, whole: no cmd /c between.
+	for _, code := range []int{7, 255} {
+		c := criCreate(t, n, id, pod, fmt.Sprint("exit", code), "winproc-testapp.exe", "exit", fmt.Sprint(code))
+		criRun(t, n, "start", c)
+		if got := exitCode(t, n, c); got != code {
+			t.Errorf("a container exiting %d: crictl inspect says %d", code, got)
+		}
+		criRun(t, n, "rm", c)
+	}
+	missing := criCreate(t, n, id, pod, "missing", "no-such-program.exe")
+	if _, errOut, err := n.Crictl("start", missing); err == nil || !strings.Contains(errOut, "no-such-program.exe") {
+		t.Errorf("start of a missing program: %v\n%s", err, errOut)
+	}
+	criRun(t, n, "rm", missing)
+
+	// stop: graceful (the server takes the console event), then at the
+	// deadline (a container that ignores it).
+	start := time.Now()
+	criRun(t, n, "stop", "--timeout", "30", server)
+	if d := time.Since(start); d > 20*time.Second {
+		t.Errorf("the graceful stop took %v", d)
+	}
+	if code := exitCode(t, n, server); code != 0 {
+		t.Errorf("the server stopped with %d, want 0 from its own handler", code)
+	}
+	waitFor(t, "the end of the server's detached process with its container", func() bool { return len(n.Processes("-ignore-events")) == 0 })
+	stubborn := criCreate(t, n, id, pod, "stubborn", "winproc-testapp.exe", "sleep", "-seconds", "0", "-ignore-events")
+	criRun(t, n, "start", stubborn)
+	waitFor(t, "the stubborn container's log", func() bool { return strings.Contains(readLog(logs, "stubborn"), "ready") })
+	start = time.Now()
+	criRun(t, n, "stop", "--timeout", "2", stubborn)
+	if d := time.Since(start); d < 2*time.Second {
+		t.Errorf("the container that ignores the event stopped after %v, before its deadline", d)
+	}
+	if !strings.Contains(readLog(logs, "server"), "GET /healthz") {
+		t.Errorf("the server's log has no forwarded request:\n%s", readLog(logs, "server"))
+	}
+	criRun(t, n, "rm", server, stubborn)
+	criRun(t, n, "stopp", id)
+	criRun(t, n, "rmp", id)
+	n.checkNothingLeft()
+}
+
+// criRun runs crictl.exe and fails the test if it fails; it returns the
+// last line of its output.
+func criRun(t *testing.T, n *Node, args ...string) string {
+	t.Helper()
+	out, errOut, err := n.Crictl(args...)
+	if err != nil {
+		t.Fatalf("crictl %s: %v\n%s%s", strings.Join(args, " "), err, out, errOut)
+	}
+	return strings.TrimSpace(out)
+}
+
+// criCreate creates HostProcess container name in pod, as SYSTEM.
+func criCreate(t *testing.T, n *Node, pod, podConfig, name string, command ...string) string {
+	t.Helper()
+	cfg := criJSON(t, name+".json", map[string]any{
+		"metadata":    map[string]any{"name": name},
+		"image":       map[string]any{"image": agentImage},
+		"command":     command,
+		"log_path":    name + ".log",
+		"windows":     hostProcess(`NT AUTHORITY\SYSTEM`, false),
+		"annotations": inheritUser,
+	})
+	return criRun(t, n, "create", pod, cfg, podConfig)
+}
+
+// inheritUser runs a HostProcess container's processes with the shim's
+// own token: Wine's token is an ordinary user's, never SYSTEM's, and Wine
+// has no local accounts to log on as; the users' logic is tested against
+// a fake of the binding (shim/jobcontainer).
+var inheritUser = map[string]string{"microsoft.com/hostprocess-inherit-user": "true"}
+
+// hostProcess is the CRI Windows config of a HostProcess pod (with the
+// node's network) or container.
+func hostProcess(user string, pod bool) map[string]any {
+	sc := map[string]any{"host_process": true, "run_as_username": user}
+	if pod {
+		sc["namespace_options"] = map[string]any{"network": 2} // NODE
+	}
+	return map[string]any{"security_context": sc}
+}
+
+// criJSON writes v as JSON and returns the file's Windows path.
+func criJSON(t *testing.T, name string, v any) string {
+	t.Helper()
+	b, err := json.Marshal(v)
+	if err != nil {
+		t.Fatal(err)
+	}
+	p := filepath.Join(t.TempDir(), name)
+	if err := os.WriteFile(p, b, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	return WindowsPath(p)
+}
+
+// importTree imports an image of one layer holding the named programs
+// of the project into the CRI's namespace.
+func importTree(t *testing.T, n *Node, ref, osVersion string, programs ...string) {
+	t.Helper()
+	tree := t.TempDir()
+	for _, p := range programs {
+		b, err := os.ReadFile(filepath.Join(bins.Project, p))
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := os.WriteFile(filepath.Join(tree, p), b, 0o755); err != nil {
+			t.Fatal(err)
+		}
+	}
+	layer, err := winimage.LayerFromTree(context.Background(), tree)
+	if err != nil {
+		t.Fatal(err)
+	}
+	img, err := winimage.Build(winimage.Config{OSVersion: osVersion, Entrypoint: programs[:1]}, layer)
+	if err != nil {
+		t.Fatal(err)
+	}
+	importBuilt(t, n, "k8s.io", ref, img)
+}
+
+// exitCode waits for container c to exit and returns its exit code.
+func exitCode(t *testing.T, n *Node, c string) int {
+	t.Helper()
+	var code int
+	waitFor(t, "container "+c+" to exit", func() bool {
+		out, _, err := n.Crictl("inspect", "-o", "json", c)
+		if err != nil {
+			return false
+		}
+		var v struct {
+			Status struct {
+				State    string `json:"state"`
+				ExitCode int    `json:"exitCode"`
+			} `json:"status"`
+		}
+		if json.Unmarshal([]byte(out), &v) != nil || v.Status.State != "CONTAINER_EXITED" {
+			return false
+		}
+		code = v.Status.ExitCode
+		return true
+	})
+	return code
+}
+
+// readLog is the CRI log of container name in the pod's log directory.
+func readLog(dir, name string) string {
+	b, _ := os.ReadFile(filepath.Join(dir, name+".log"))
+	return string(b)
+}
+
+func envValue(out, name string) string {
+	for _, line := range strings.Split(out, "\n") {
+		if v, ok := strings.CutPrefix(strings.TrimSpace(line), name+"="); ok {
+			return v
+		}
+	}
+	return ""
+}
+
+func freePort(t *testing.T) int {
+	t.Helper()
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer l.Close()
+	return l.Addr().(*net.TCPAddr).Port
+}
+
+func httpGet(url string) (string, error) {
+	c := http.Client{Timeout: 2 * time.Second}
+	resp, err := c.Get(url)
+	if err != nil {
+		return "", err
+	}
+	defer resp.Body.Close()
+	b, err := io.ReadAll(resp.Body)
+	return string(b), err
+}
+
+func waitFor(t *testing.T, what string, ok func() bool) {
+	t.Helper()
+	deadline := time.Now().Add(time.Minute)
+	for !ok() {
+		if time.Now().After(deadline) {
+			t.Fatalf("no %s in a minute", what)
+		}
+		time.Sleep(200 * time.Millisecond)
+	}
+}
+
+// checkNothingLeft fails the test if anything of a removed pod is left:
+// a pod or container in the CRI, a shim, a container's process, a
+// container's snapshot, its mount point under C:\hpc, or a binding or
+// volume of the stand-ins.
+func (n *Node) checkNothingLeft() {
+	t := n.t.(*testing.T)
+	t.Helper()
+	if out := criRun(t, n, "pods", "-q"); out != "" {
+		t.Errorf("pods left: %s", out)
+	}
+	if out := criRun(t, n, "ps", "-a", "-q"); out != "" {
+		t.Errorf("containers left: %s", out)
+	}
+	waitFor(t, "the shims' exit", func() bool { return len(n.ShimPIDs()) == 0 })
+	if pids := n.Processes("winproc-testapp.exe"); len(pids) != 0 {
+		t.Errorf("container processes left: %v", pids)
+	}
+	for _, k := range snapshotKeys(t, n, "k8s.io") {
+		if !strings.HasPrefix(k, "sha256:") {
+			t.Errorf("snapshot %s left", k)
+		}
+	}
+	for _, dir := range []string{`C:\hpc`, `C:\ProgramData\winproc-standins\mappings`, `C:\ProgramData\winproc-standins\volumes`} {
+		entries, err := os.ReadDir(n.Path(dir))
+		if err != nil && !os.IsNotExist(err) {
+			t.Fatal(err)
+		}
+		for _, e := range entries {
+			t.Errorf("%s left in %s", e.Name(), dir)
+		}
+	}
+}

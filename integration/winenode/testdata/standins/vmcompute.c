@@ -1,0 +1,205 @@
+/*
+ * A stand-in for vmcompute.dll's layer functions, for the Windows node
+ * under Wine (integration/winenode): what hcsshim's ActivateLayer,
+ * PrepareLayer, GetLayerMountPath, UnprepareLayer, DeactivateLayer,
+ * ExpandSandboxSize and NameToGuid call, with their signatures and their
+ * contract as hcsshim relies on it: a layer is activated, then prepared
+ * over its parents (nearest first), then has a volume, \\?\Volume{GUID}\,
+ * until it is unprepared and deactivated; each step out of order fails.
+ *
+ * The volume is a directory, <layer>\standin-volume, holding the parents'
+ * Files\ copied in (nearest first, a file present is kept): what a
+ * container reads through it is what the image holds, and what it writes
+ * stays in its scratch. The bind filter stand-in (bindfltapi.c) resolves
+ * the volume's name to that directory.
+ *
+ * It leaves unproven what only Windows does: the copy-on-write filter
+ * (wcifs) and its whiteouts and reparse points, the scratch's VHD and its
+ * size (ExpandSandboxSize only checks the layer exists), the volume as a
+ * device, and the layer service's own errors and timing.
+ */
+#include "standin.h"
+
+typedef struct {
+    int Flavour;
+    const WCHAR *HomeDir;
+} DRIVER_INFO;
+
+typedef struct {
+    GUID LayerId;
+    UINT32 Flags;
+    const WCHAR *Path;
+} WC_LAYER_DESCRIPTOR;
+
+#define E_NOT_READY HRESULT_FROM_WIN32(ERROR_NOT_READY)
+#define E_BAD_STATE HRESULT_FROM_WIN32(ERROR_INVALID_STATE)
+
+static void layer_path(const DRIVER_INFO *info, const WCHAR *id, WCHAR *out)
+{
+    if (info && info->HomeDir && info->HomeDir[0])
+        swprintf(out, MAX_PATH, L"%ls\\%ls", info->HomeDir, id);
+    else
+        swprintf(out, MAX_PATH, L"%ls", id);
+}
+
+static BOOL is_dir(const WCHAR *p)
+{
+    DWORD a = GetFileAttributesW(p);
+    return a != INVALID_FILE_ATTRIBUTES && (a & FILE_ATTRIBUTE_DIRECTORY);
+}
+
+static BOOL exists(const WCHAR *p) { return GetFileAttributesW(p) != INVALID_FILE_ATTRIBUTES; }
+
+/* marker is <layer>\standin-<what>: the layer's state the service keeps. */
+static void marker(const WCHAR *layer, const WCHAR *what, WCHAR *out)
+{
+    swprintf(out, MAX_PATH, L"%ls\\standin-%ls", layer, what);
+}
+
+static HRESULT set_marker(const WCHAR *layer, const WCHAR *what)
+{
+    WCHAR m[MAX_PATH];
+    marker(layer, what, m);
+    return standin_write(m, what);
+}
+
+static BOOL has_marker(const WCHAR *layer, const WCHAR *what)
+{
+    WCHAR m[MAX_PATH];
+    marker(layer, what, m);
+    return exists(m);
+}
+
+static void clear_marker(const WCHAR *layer, const WCHAR *what)
+{
+    WCHAR m[MAX_PATH];
+    marker(layer, what, m);
+    DeleteFileW(m);
+}
+
+/* copy_tree copies src into dst, keeping what dst has. */
+static HRESULT copy_tree(const WCHAR *src, const WCHAR *dst)
+{
+    WCHAR pattern[MAX_PATH], s[MAX_PATH], d[MAX_PATH];
+    WIN32_FIND_DATAW fd;
+    HANDLE h;
+    HRESULT hr = S_OK;
+    if (!CreateDirectoryW(dst, NULL) && GetLastError() != ERROR_ALREADY_EXISTS)
+        return HRESULT_FROM_WIN32(GetLastError());
+    swprintf(pattern, MAX_PATH, L"%ls\\*", src);
+    h = FindFirstFileW(pattern, &fd);
+    if (h == INVALID_HANDLE_VALUE)
+        return S_OK;
+    do {
+        if (!wcscmp(fd.cFileName, L".") || !wcscmp(fd.cFileName, L".."))
+            continue;
+        swprintf(s, MAX_PATH, L"%ls\\%ls", src, fd.cFileName);
+        swprintf(d, MAX_PATH, L"%ls\\%ls", dst, fd.cFileName);
+        if (fd.dwFileAttributes & FILE_ATTRIBUTE_DIRECTORY)
+            hr = copy_tree(s, d);
+        else if (!exists(d) && !CopyFileW(s, d, TRUE))
+            hr = HRESULT_FROM_WIN32(GetLastError());
+    } while (SUCCEEDED(hr) && FindNextFileW(h, &fd));
+    FindClose(h);
+    return hr;
+}
+
+/* volume_name is the layer's volume, \\?\Volume{GUID}\. */
+static void volume_name(const WCHAR *layer, WCHAR *out)
+{
+    GUID g = standin_guid(layer);
+    swprintf(out, MAX_PATH, L"\\\\?\\Volume{%08lX-%04hX-%04hX-%02X%02X-%02X%02X%02X%02X%02X%02X}\\",
+             g.Data1, g.Data2, g.Data3, g.Data4[0], g.Data4[1], g.Data4[2], g.Data4[3],
+             g.Data4[4], g.Data4[5], g.Data4[6], g.Data4[7]);
+}
+
+HRESULT WINAPI ActivateLayer(const DRIVER_INFO *info, const WCHAR *id)
+{
+    WCHAR layer[MAX_PATH];
+    layer_path(info, id, layer);
+    if (!is_dir(layer))
+        return HRESULT_FROM_WIN32(ERROR_PATH_NOT_FOUND);
+    return set_marker(layer, L"active");
+}
+
+HRESULT WINAPI PrepareLayer(const DRIVER_INFO *info, const WCHAR *id, const WC_LAYER_DESCRIPTOR *parents, UINT32 count)
+{
+    WCHAR layer[MAX_PATH], volume[MAX_PATH], files[MAX_PATH], name[MAX_PATH], state[MAX_PATH];
+    HRESULT hr;
+    UINT32 i;
+    layer_path(info, id, layer);
+    if (!has_marker(layer, L"active"))
+        return E_NOT_READY;
+    swprintf(volume, MAX_PATH, L"%ls\\standin-volume", layer);
+    if (!CreateDirectoryW(volume, NULL) && GetLastError() != ERROR_ALREADY_EXISTS)
+        return HRESULT_FROM_WIN32(GetLastError());
+    for (i = 0; i < count; i++) {
+        swprintf(files, MAX_PATH, L"%ls\\Files", parents[i].Path);
+        if (!is_dir(parents[i].Path))
+            return HRESULT_FROM_WIN32(ERROR_PATH_NOT_FOUND);
+        if (is_dir(files) && FAILED(hr = copy_tree(files, volume)))
+            return hr;
+    }
+    volume_name(layer, name);
+    standin_state_file(L"volumes", name, state, MAX_PATH);
+    if (FAILED(hr = standin_write(state, volume)))
+        return hr;
+    return set_marker(layer, L"prepared");
+}
+
+HRESULT WINAPI GetLayerMountPath(const DRIVER_INFO *info, const WCHAR *id, SIZE_T *length, WCHAR *buffer)
+{
+    WCHAR layer[MAX_PATH], name[MAX_PATH];
+    SIZE_T n;
+    layer_path(info, id, layer);
+    if (!has_marker(layer, L"prepared"))
+        return E_BAD_STATE;
+    volume_name(layer, name);
+    n = wcslen(name) + 1;
+    if (buffer) {
+        if (*length < n)
+            return HRESULT_FROM_WIN32(ERROR_INSUFFICIENT_BUFFER);
+        memcpy(buffer, name, n * sizeof(WCHAR));
+    }
+    *length = n;
+    return S_OK;
+}
+
+HRESULT WINAPI UnprepareLayer(const DRIVER_INFO *info, const WCHAR *id)
+{
+    WCHAR layer[MAX_PATH], name[MAX_PATH], state[MAX_PATH];
+    layer_path(info, id, layer);
+    if (!has_marker(layer, L"prepared"))
+        return E_BAD_STATE;
+    volume_name(layer, name);
+    standin_state_file(L"volumes", name, state, MAX_PATH);
+    DeleteFileW(state);
+    clear_marker(layer, L"prepared");
+    return S_OK;
+}
+
+HRESULT WINAPI DeactivateLayer(const DRIVER_INFO *info, const WCHAR *id)
+{
+    WCHAR layer[MAX_PATH];
+    layer_path(info, id, layer);
+    if (has_marker(layer, L"prepared"))
+        return HRESULT_FROM_WIN32(ERROR_BUSY);
+    if (!has_marker(layer, L"active"))
+        return E_BAD_STATE;
+    clear_marker(layer, L"active");
+    return S_OK;
+}
+
+HRESULT WINAPI ExpandSandboxSize(const DRIVER_INFO *info, const WCHAR *id, UINT64 size)
+{
+    WCHAR layer[MAX_PATH];
+    (void)size;
+    layer_path(info, id, layer);
+    return is_dir(layer) ? S_OK : HRESULT_FROM_WIN32(ERROR_PATH_NOT_FOUND);
+}
+
+HRESULT WINAPI NameToGuid(const WCHAR *name, GUID *guid)
+{
+    *guid = standin_guid(name);
+    return S_OK;
+}

@@ -1,0 +1,94 @@
+package jobcontainer
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"strings"
+
+	"github.com/containerd/log"
+
+	"github.com/winproc/winproc/shim/compute"
+	"github.com/winproc/winproc/shim/scratch"
+)
+
+// bindRootfs is the rootfs where the host has the bind filter (Windows
+// Server 2022 and later): the scratch's volume (shim/scratch) bound at the
+// mount point, as runhcs binds it (hcsshim internal/jobcontainers
+// setupRootfsBinding). Nothing is left on the disk at the mount point
+// once the binding is removed.
+type bindRootfs struct{ b *Backend }
+
+func (r bindRootfs) mount(ctx context.Context, l compute.Layers, size uint64, dir string) error {
+	h := r.b.host
+	if size > 0 {
+		if err := h.Expand(l.Scratch, size); err != nil {
+			return classify(fmt.Sprintf("expand the scratch layer %s to %d bytes", l.Scratch, size), err, h.facts(err))
+		}
+	}
+	volume, err := r.b.scratch.Mount(ctx, l.Scratch, l.Parents)
+	if err != nil {
+		return err
+	}
+	if err = h.mkdirAll(parentDir(dir)); err != nil {
+		err = classify(fmt.Sprintf("make the directory of the mount point %s", dir), err, h.facts(err))
+	} else if err = h.bind(dir, volume, false); err != nil {
+		err = classify(fmt.Sprintf("bind the scratch's volume %s at %s", volume, dir), err, h.facts(err))
+	}
+	if err != nil {
+		if rerr := r.b.scratch.Release(l.Scratch); rerr != nil {
+			log.G(ctx).WithError(rerr).Warn("release the scratch layer after a failure")
+		}
+		return err
+	}
+	return nil
+}
+
+// unmount removes the binding (one already gone is no error), then
+// releases the scratch. While the binding stays, the scratch does too.
+func (r bindRootfs) unmount(ctx context.Context, scratchDir, dir string) (bool, error) {
+	if err := r.b.unbind(dir); err != nil {
+		return false, err
+	}
+	err := r.b.scratch.Release(scratchDir)
+	return !scratch.StillActive(err), err
+}
+
+// bindDirectories binds each mapped directory at its place under the
+// mount point, read-only where the mount is: unlike a link, the bind
+// filter enforces it.
+func (b *Backend) bindDirectories(dirs []compute.MappedDirectory, places []string) error {
+	for i, d := range dirs {
+		if err := b.host.mkdirAll(parentDir(places[i])); err != nil {
+			return classify(fmt.Sprintf("mount %s → %s: make the directory of %s", d.HostPath, d.ContainerPath, places[i]), err, b.host.facts(err))
+		}
+		if err := b.host.bind(places[i], d.HostPath, d.ReadOnly); err != nil {
+			return classify(fmt.Sprintf("mount %s → %s: bind it at %s", d.HostPath, d.ContainerPath, places[i]), err, b.host.facts(err))
+		}
+	}
+	return nil
+}
+
+// unbindAll removes the bindings at places, the last first, and returns
+// those it could not remove with the errors.
+func (b *Backend) unbindAll(places []string) (left []string, err error) {
+	var errs []error
+	for i := len(places) - 1; i >= 0; i-- {
+		if uerr := b.unbind(places[i]); uerr != nil {
+			errs = append(errs, uerr)
+			left = append([]string{places[i]}, left...)
+		}
+	}
+	return left, errors.Join(errs...)
+}
+
+// unbind removes the binding at root; none there is no error.
+func (b *Backend) unbind(root string) error {
+	if err := b.host.unbind(root); err != nil && !b.host.facts(err).NotExist {
+		return classify(fmt.Sprintf("remove the binding at %s", root), err, b.host.facts(err))
+	}
+	return nil
+}
+
+// parentDir is the directory of a Windows path.
+func parentDir(p string) string { return p[:strings.LastIndex(p, `\`)] }
