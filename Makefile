@@ -10,7 +10,7 @@ LDFLAGS     := -s -w -X github.com/winproc/winproc/internal/version.Version=$(VE
 # Every main package lives in cmd/<binary>.
 COMMANDS := $(notdir $(wildcard cmd/*))
 # Packages whose Windows test binaries run under Wine.
-WINE_TEST_PACKAGES := ./pause/... ./wincat/... ./shim/hcs/... ./shim/jobcontainer/... ./shim/scratch/... ./shim/relay/... ./shim/record/... ./shim/compute/... ./shim/specconv/... ./shim/winpath/... ./internal/wincmdline/... ./cmd/winproc-testapp/... ./cmd/winproc-snapshotter/... ./winbuild/... ./internal/containerdconn/... ./shim/process/...
+WINE_TEST_PACKAGES := ./pause/... ./wincat/... ./shim/hcs/... ./shim/jobcontainer/... ./shim/scratch/... ./shim/relay/... ./shim/record/... ./shim/compute/... ./shim/specconv/... ./shim/winpath/... ./internal/wincmdline/... ./cmd/winproc-testapp/... ./cmd/winproc-snapshotter/... ./snapshotter/layertar/... ./winbuild/... ./internal/containerdconn/... ./shim/process/...
 
 export WINPROC_WINE_PREFIX := $(WINE_PREFIX)
 export WINPROC_TOOLS := $(TOOLS_DIR)/bin
@@ -74,6 +74,7 @@ wine-test:
 	GOOS=windows GOARCH=amd64 $(GO) test -count=1 -exec $(CURDIR)/build/wine/go-exec.sh $(WINE_TEST_PACKAGES)
 	GOOS=windows GOARCH=amd64 $(GO) test -count=1 $(MOVE_STACKS) -exec $(CURDIR)/build/wine/go-exec.sh $(BINDING_PACKAGES)
 	GOOS=windows GOARCH=amd64 $(GO) test -count=1 -run '^TestAccessOf$$' -exec $(CURDIR)/build/wine/go-exec.sh ./doctor/
+	GOOS=windows GOARCH=amd64 $(GO) test -count=1 -run '^TestParallelUnpackRefusedOnWindows$$' -exec $(CURDIR)/build/wine/go-exec.sh ./snapshotter/
 
 # The Windows node under Wine (integration/winenode): the pinned containerd
 # built for Windows, winproc-snapshotter.exe as its proxy plugins, the shim
@@ -94,15 +95,19 @@ spec-corpus: tools wine
 	WINPROC_WRITE_SPEC_CORPUS=$(CURDIR)/shim/hcs/testdata/corpus $(GO) test -count=1 -v -run '^TestWriteSpecCorpus$$' ./integration/
 	WINPROC_WRITE_WINCRI_SPEC_CORPUS=$(CURDIR)/shim/hcs/testdata/corpus-wincri $(GO) test -count=1 -v -run '^TestWriteWindowsCRISpecCorpus$$' ./integration/winenode/
 
-# The shim's performance benchmarks (resident memory next to containerd's
-# runc shim, task API latency through containerd and direct) and the scale
-# run (SCALE_PODS pods with a container each, kept running: latency per
-# tenth, idle CPU, memory per pod, teardown; docs/scale.md); not part of
-# `test`.
-SCALE_PODS ?= 100
+# The performance benchmarks and the scale run, not part of `test`: the
+# shim's (resident memory next to containerd's runc shim, task API latency
+# through containerd and direct), pulls (sequential against parallel unpack,
+# one pull against two, through ctr and crictl from a registry on loopback;
+# PULL_ROUNDS rounds, docs/pull.md), the layer importer against GNU tar, and
+# the scale run (SCALE_PODS pods with a container each, kept running: latency
+# per tenth, idle CPU, memory per pod, teardown; docs/scale.md).
+SCALE_PODS  ?= 100
+PULL_ROUNDS ?= 3
 .PHONY: bench
 bench: tools wine
-	$(GO) test -count=1 -run '^$$' -bench . -benchtime 1x ./integration/
+	WINPROC_PULL_ROUNDS=$(PULL_ROUNDS) $(GO) test -count=1 -timeout 1h -run '^$$' -bench . -benchtime 1x ./integration/
+	$(GO) test -count=1 -run '^$$' -bench '^BenchmarkImport$$' -benchtime 9x ./snapshotter/layertar/
 	WINPROC_SCALE_PODS=$(SCALE_PODS) $(GO) test -count=1 -timeout 1h -v -run '^TestScale$$' ./integration/
 
 # Long runs, not part of `test`: SOAK_CYCLES pod cycles through crictl and

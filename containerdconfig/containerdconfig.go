@@ -1,7 +1,8 @@
 // Package containerdconfig writes the containerd config.toml (version 3)
 // that registers winproc on a node: the runtime handler, the windowsfilter
 // snapshotter and differ as proxy plugins, the image platform of the handler,
-// and the transfer service's unpack rule for Windows layers.
+// the transfer service's unpack rule for Windows layers and, off Windows,
+// what lets the transfer service extract a pull's layers in parallel.
 //
 // The same generator serves Windows nodes (named pipes, C:\ paths) and the
 // Linux emulation (unix sockets); the integration tests start the real
@@ -13,6 +14,7 @@ import (
 	"cmp"
 	"fmt"
 
+	"github.com/containerd/containerd/v2/core/snapshots"
 	"github.com/pelletier/go-toml/v2"
 
 	"github.com/winproc/winproc/internal/containerdnames"
@@ -66,7 +68,18 @@ type Node struct {
 	// before each pod, for nodes whose pause image is imported (no
 	// registry) or pinned by the operator.
 	DisablePauseImagePull bool
+	// UnpackConcurrency is how many layers containerd's transfer service
+	// (ctr pulls, CRI pulls) extracts at once: 0 is
+	// DefaultUnpackConcurrency off Windows and 1 on Windows, where
+	// winproc-snapshotter imports a layer only with its parents (see
+	// package snapshotter); 1 is containerd's sequential unpack.
+	UnpackConcurrency int
 }
+
+// DefaultUnpackConcurrency is the emulation's number of layers extracted
+// at once. The limit is the transfer service's, shared by every pull it
+// runs; docs/pull.md has the measurements behind it.
+const DefaultUnpackConcurrency = 3
 
 // Windows returns the usual settings of a Windows node.
 func Windows() Node {
@@ -107,10 +120,11 @@ func rootExport(root string) map[string]string {
 }
 
 type proxyPlugin struct {
-	Type     string            `toml:"type"`
-	Address  string            `toml:"address"`
-	Platform string            `toml:"platform"`
-	Exports  map[string]string `toml:"exports,omitempty"`
+	Type         string            `toml:"type"`
+	Address      string            `toml:"address"`
+	Platform     string            `toml:"platform"`
+	Exports      map[string]string `toml:"exports,omitempty"`
+	Capabilities []string          `toml:"capabilities,omitempty"`
 }
 
 type runtime struct {
@@ -162,6 +176,33 @@ func diffChain(goos string) []string {
 	return nil
 }
 
+// unpackConcurrency is n's number of layers extracted at once.
+func unpackConcurrency(n Node) (int, error) {
+	switch {
+	case n.UnpackConcurrency < 0:
+		return 0, fmt.Errorf("containerd config: unpack concurrency %d: use 0 for the default, or a positive number", n.UnpackConcurrency)
+	case n.OS == "windows" && n.UnpackConcurrency > 1:
+		return 0, fmt.Errorf("containerd config: unpack concurrency %d: on Windows winproc-snapshotter imports a layer with its parents, one layer after another", n.UnpackConcurrency)
+	case n.UnpackConcurrency > 0:
+		return n.UnpackConcurrency, nil
+	case n.OS == "windows":
+		return 1, nil
+	}
+	return DefaultUnpackConcurrency, nil
+}
+
+// parallelUnpack lets the transfer service extract unpacks layers at once.
+// containerd's unpacker extracts layers in parallel only with an unpack
+// limiter (the transfer service's max_concurrent_unpacks) and a snapshotter
+// that can take a layer's parent at commit (core/unpack/unpacker.go,
+// supportParallel).
+func (f *file) parallelUnpack(unpacks int) {
+	sn := f.ProxyPlugins[containerdnames.Snapshotter]
+	sn.Capabilities = []string{snapshots.RebaseCap}
+	f.ProxyPlugins[containerdnames.Snapshotter] = sn
+	f.Plugins["io.containerd.transfer.v1.local"].(map[string]any)["max_concurrent_unpacks"] = unpacks
+}
+
 // check refuses a node the config cannot be made for.
 func (n Node) check() error {
 	if n.Handler == "" {
@@ -186,6 +227,10 @@ func (n Node) check() error {
 // Generate returns the config as TOML.
 func Generate(n Node) ([]byte, error) {
 	if err := n.check(); err != nil {
+		return nil, err
+	}
+	unpacks, err := unpackConcurrency(n)
+	if err != nil {
 		return nil, err
 	}
 
@@ -226,6 +271,9 @@ func Generate(n Node) ([]byte, error) {
 				"unpack_config": unpackRules(n.OS),
 			},
 		},
+	}
+	if unpacks > 1 {
+		f.parallelUnpack(unpacks)
 	}
 	if n.Sandboxer == "podsandbox" {
 		// containerd then creates the pause container itself, from the

@@ -143,6 +143,50 @@ func TestGenerateEmulationNode(t *testing.T) {
 	}
 }
 
+// containerd extracts a pull's layers in parallel only with an unpack
+// limiter and a snapshotter with the rebase capability
+// (core/unpack/unpacker.go, supportParallel): the emulation gets both,
+// Windows neither, and a concurrency of 1 is today's sequential config.
+func TestGenerateUnpackConcurrency(t *testing.T) {
+	linux := Node{OS: "linux", SnapshotterAddress: "/s.sock", Handler: "winproc", Sandboxer: "shim"}
+	for _, tc := range []struct {
+		name         string
+		node         Node
+		capabilities any
+		unpacks      any
+	}{
+		{name: "windows", node: Windows()},
+		{name: "windows, sequential", node: func() Node { n := Windows(); n.UnpackConcurrency = 1; return n }()},
+		{name: "emulation", node: linux, capabilities: "[rebase]", unpacks: int64(DefaultUnpackConcurrency)},
+		{name: "emulation, 6", node: func() Node { n := linux; n.UnpackConcurrency = 6; return n }(), capabilities: "[rebase]", unpacks: int64(6)},
+		{name: "emulation, sequential", node: func() Node { n := linux; n.UnpackConcurrency = 1; return n }()},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			out, err := Generate(tc.node)
+			if err != nil {
+				t.Fatal(err)
+			}
+			var tree map[string]any
+			if err := toml.Unmarshal(out, &tree); err != nil {
+				t.Fatal(err)
+			}
+			capabilities := lookup(tree, []string{"proxy_plugins", "windowsfilter", "capabilities"})
+			if capabilities != nil {
+				capabilities = fmt.Sprint(capabilities)
+			}
+			if capabilities != tc.capabilities {
+				t.Errorf("windowsfilter capabilities = %v, want %v", capabilities, tc.capabilities)
+			}
+			if got := lookup(tree, []string{"plugins", "io.containerd.transfer.v1.local", "max_concurrent_unpacks"}); got != tc.unpacks {
+				t.Errorf("max_concurrent_unpacks = %#v, want %#v", got, tc.unpacks)
+			}
+			if got := lookup(tree, []string{"proxy_plugins", "windowsfilter-diff", "capabilities"}); got != nil {
+				t.Errorf("the differ has capabilities %v", got)
+			}
+		})
+	}
+}
+
 func TestGenerateRejects(t *testing.T) {
 	good := Windows()
 	tests := map[string]func(*Node){
@@ -151,6 +195,9 @@ func TestGenerateRejects(t *testing.T) {
 		"bad sandboxer":    func(n *Node) { n.Sandboxer = "vm" },
 		"bad OS":           func(n *Node) { n.OS = "darwin" },
 		"netns on windows": func(n *Node) { n.NetNSUnderState = true },
+		// hcsshim imports a layer with its parents: no parallel unpack.
+		"parallel unpack on windows":  func(n *Node) { n.UnpackConcurrency = 2 },
+		"negative unpack concurrency": func(n *Node) { n.OS, n.UnpackConcurrency = "linux", -1 },
 	}
 	for name, mutate := range tests {
 		t.Run(name, func(t *testing.T) {

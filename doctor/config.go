@@ -53,6 +53,11 @@ type Config struct {
 	RuntimePlatforms map[string]RuntimePlatform
 	// UnpackRules are the transfer service's unpack_config.
 	UnpackRules []UnpackRule
+	// MaxConcurrentUnpacks is the transfer service's
+	// max_concurrent_unpacks (0 when not set: containerd's default, 1).
+	MaxConcurrentUnpacks int
+	// CRIPull are the CRI image settings that decide how CRI pulls.
+	CRIPull CRIPull
 	// DiffDefault is the diff service's differ order; nil if not set.
 	DiffDefault []string
 	// DisabledPlugins are the plugin URIs containerd does not load.
@@ -66,6 +71,23 @@ type ProxyPlugin struct {
 	Type, Address, Platform string
 	// Root is exports.root: where the plugin keeps its data.
 	Root string
+	// Capabilities are what containerd is told the plugin can do.
+	Capabilities []string
+}
+
+// CRIPull are the CRI image service's settings that make it pull with the
+// client (use_local_image_pull, or a setting the transfer service does not
+// take; containerd 2.x's CheckLocalImagePullConfigs) instead of through the
+// transfer service. nil means not set.
+type CRIPull struct {
+	UseLocalImagePull          bool
+	DisableSnapshotAnnotations *bool
+	DiscardUnpackedLayers      bool
+	MaxConcurrentDownloads     *int64
+	ImagePullWithSyncFs        bool
+	// LegacyRegistry names the deprecated registry tables set (mirrors,
+	// configs, auths).
+	LegacyRegistry []string
 }
 
 // Runtime is a CRI runtime handler's table.
@@ -237,8 +259,9 @@ func parseConfigFile(b []byte) (rawFile, error) {
 // migrateCRI moves a version 2 CRI table's settings into the containerd 2.x
 // runtime and images plugins, as their config migrations do: settings
 // already there win, sandbox_mode becomes sandboxer, sandbox_image becomes
-// pinned_images.sandbox and containerd.snapshotter the images plugin's
-// snapshotter.
+// pinned_images.sandbox, containerd.snapshotter the images plugin's
+// snapshotter, and the pull settings (registry, max_concurrent_downloads,
+// image_pull_with_sync_fs) the images plugin's.
 func migrateCRI(plugins map[string]any) {
 	src := asMap(plugins[pluginCRIv2])
 	if src == nil {
@@ -259,6 +282,13 @@ func migrateCRI(plugins map[string]any) {
 		}
 		pinned["sandbox"] = img
 		images["pinned_images"] = pinned
+	}
+	// As containerd's images plugin migrates them (plugins/cri/images,
+	// migrateConfig): the version 2 value wins.
+	for _, k := range []string{"registry", "max_concurrent_downloads", "image_pull_with_sync_fs"} {
+		if v, ok := src[k]; ok {
+			images[k] = v
+		}
 	}
 	if srcC := asMap(src["containerd"]); srcC != nil {
 		dstC := asMap(run["containerd"])
@@ -322,7 +352,7 @@ func mergeConfig(raws []rawFile) *Config {
 	}
 	for name, v := range proxies {
 		m := asMap(v)
-		c.ProxyPlugins[name] = ProxyPlugin{Type: asString(m["type"]), Address: asString(m["address"]), Platform: asString(m["platform"]), Root: asString(asMap(m["exports"])["root"])}
+		c.ProxyPlugins[name] = ProxyPlugin{Type: asString(m["type"]), Address: asString(m["address"]), Platform: asString(m["platform"]), Root: asString(asMap(m["exports"])["root"]), Capabilities: asStrings(m["capabilities"])}
 	}
 	criContainerd := asMap(asMap(plugins[pluginCRIRun])["containerd"])
 	c.DefaultRuntime = asString(criContainerd["default_runtime_name"])
@@ -344,6 +374,10 @@ func mergeConfig(raws []rawFile) *Config {
 		m := asMap(v)
 		c.RuntimePlatforms[name] = RuntimePlatform{Platform: asString(m["platform"]), Snapshotter: asString(m["snapshotter"])}
 	}
+	c.CRIPull = criPull(images)
+	if n, ok := asMap(plugins[pluginTransfer])["max_concurrent_unpacks"].(int64); ok {
+		c.MaxConcurrentUnpacks = int(n)
+	}
 	if rules, ok := asMap(plugins[pluginTransfer])["unpack_config"].([]any); ok {
 		for _, r := range rules {
 			m := asMap(r)
@@ -359,6 +393,27 @@ func mergeConfig(raws []rawFile) *Config {
 	return c
 }
 
+func criPull(images map[string]any) CRIPull {
+	p := CRIPull{
+		UseLocalImagePull:     asBool(images["use_local_image_pull"]),
+		DiscardUnpackedLayers: asBool(images["discard_unpacked_layers"]),
+		ImagePullWithSyncFs:   asBool(images["image_pull_with_sync_fs"]),
+	}
+	if b, ok := images["disable_snapshot_annotations"].(bool); ok {
+		p.DisableSnapshotAnnotations = &b
+	}
+	if n, ok := images["max_concurrent_downloads"].(int64); ok {
+		p.MaxConcurrentDownloads = &n
+	}
+	registry := asMap(images["registry"])
+	for _, k := range []string{"mirrors", "configs", "auths"} {
+		if len(asMap(registry[k])) > 0 {
+			p.LegacyRegistry = append(p.LegacyRegistry, k)
+		}
+	}
+	return p
+}
+
 // runtimeNames lists the handlers, sorted.
 func (c *Config) runtimeNames() []string {
 	var names []string
@@ -372,6 +427,11 @@ func (c *Config) runtimeNames() []string {
 func asMap(v any) map[string]any {
 	m, _ := v.(map[string]any)
 	return m
+}
+
+func asBool(v any) bool {
+	b, _ := v.(bool)
+	return b
 }
 
 func asString(v any) string {

@@ -108,28 +108,65 @@ const configV1 = `
   runtime_type = "io.containerd.winproc.v2"
 `
 
+// configShape is a config's files and what LoadConfig makes of them.
+type configShape struct {
+	name    string
+	files   memFiles
+	want    Config
+	options map[string]any
+}
+
 func TestDoctorLoadConfigShapes(t *testing.T) {
-	for _, tc := range []struct {
-		name    string
-		files   memFiles
-		want    Config
-		options map[string]any
-	}{
+	for _, tc := range append(generatedShapes(t), writtenShapes()...) {
+		t.Run(tc.name, func(t *testing.T) {
+			path := "/c.toml"
+			if _, ok := tc.files[path]; !ok {
+				path = "/etc/containerd/config.toml"
+			}
+			c, err := LoadConfig(tc.files, path)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if h, ok := c.Runtimes["winproc"]; ok {
+				if tc.options != nil && !reflect.DeepEqual(h.Options, tc.options) {
+					t.Errorf("winproc options = %v, want %v", h.Options, tc.options)
+				}
+				if len(h.PodAnnotations) > 0 && !reflect.DeepEqual(h.PodAnnotations, containerdnames.Annotations) {
+					t.Errorf("winproc pod_annotations = %v, want the generator's %v", h.PodAnnotations, containerdnames.Annotations)
+				}
+				for name, rt := range c.Runtimes {
+					rt.Options, rt.PodAnnotations = nil, nil
+					c.Runtimes[name] = rt
+				}
+			}
+			c.origin = nil
+			if !reflect.DeepEqual(*c, tc.want) {
+				t.Errorf("config:\n got %+v\nwant %+v", *c, tc.want)
+			}
+		})
+	}
+}
+
+// generatedShapes are configs of containerdconfig's making, alone and
+// imported into an operator's config.
+func generatedShapes(t *testing.T) []configShape {
+	return []configShape{
 		{
 			name:  "v3 from the generator (linux)",
 			files: memFiles{"/c.toml": generated(t, linuxNode())},
 			want: Config{
 				Path: "/c.toml", Version: 3, Files: []string{"/c.toml"}, GRPCAddress: "/run/c.sock",
 				ProxyPlugins: map[string]ProxyPlugin{
-					"windowsfilter":      {Type: "snapshot", Address: "/run/snap.sock", Platform: "windows/amd64"},
+					"windowsfilter":      {Type: "snapshot", Address: "/run/snap.sock", Platform: "windows/amd64", Capabilities: []string{"rebase"}},
 					"windowsfilter-diff": {Type: "diff", Address: "/run/snap.sock", Platform: "windows/amd64"},
 				},
 				Runtimes: map[string]Runtime{"winproc": {RuntimeType: "io.containerd.winproc.v2", Sandboxer: "shim", Snapshotter: "windowsfilter"}},
 				RuntimePlatforms: map[string]RuntimePlatform{
 					"winproc": {Platform: "windows/amd64", Snapshotter: "windowsfilter"},
 				},
-				UnpackRules: []UnpackRule{{Platform: "windows/amd64", Snapshotter: "windowsfilter", Differ: "windowsfilter-diff"}},
-				DiffDefault: []string{"windowsfilter-diff", "walking"},
+				UnpackRules:          []UnpackRule{{Platform: "windows/amd64", Snapshotter: "windowsfilter", Differ: "windowsfilter-diff"}},
+				MaxConcurrentUnpacks: 3,
+				DiffDefault:          []string{"windowsfilter-diff", "walking"},
 			},
 			options: map[string]any{"pause_image": "example.com/pause:1", "host_build": "10.0.20348"},
 		},
@@ -150,6 +187,48 @@ func TestDoctorLoadConfigShapes(t *testing.T) {
 				// No default: containerd's own differ chain stays.
 			},
 		},
+		{
+			name: "imports: globbed, relative, a later plugin table replaces an earlier one whole",
+			files: memFiles{
+				"/etc/containerd/config.toml": `version = 3
+imports = ["conf.d/*.toml", "/abs/extra.toml"]
+[plugins.'io.containerd.cri.v1.runtime'.containerd.runtimes.runc]
+  runtime_type = "io.containerd.runc.v2"
+[proxy_plugins.windowsfilter]
+  type = "snapshot"
+  address = "/old.sock"
+`,
+				"/etc/containerd/conf.d/10-winproc.toml": generated(t, containerdconfig.Node{OS: "linux", SnapshotterAddress: "/new.sock", Handler: "winproc", Sandboxer: "shim"}),
+				"/abs/extra.toml": `version = 3
+disabled_plugins = ["io.containerd.snapshotter.v1.btrfs"]
+`,
+			},
+			want: Config{
+				Path: "/etc/containerd/config.toml", Version: 3,
+				Files:           []string{"/etc/containerd/config.toml", "/etc/containerd/conf.d/10-winproc.toml", "/abs/extra.toml"},
+				DisabledPlugins: []string{"io.containerd.snapshotter.v1.btrfs"},
+				ProxyPlugins: map[string]ProxyPlugin{
+					"windowsfilter":      {Type: "snapshot", Address: "/new.sock", Platform: "windows/amd64", Capabilities: []string{"rebase"}},
+					"windowsfilter-diff": {Type: "diff", Address: "/new.sock", Platform: "windows/amd64"},
+				},
+				// runc is gone: the import's runtime plugin table replaced
+				// the main file's.
+				Runtimes: map[string]Runtime{"winproc": {RuntimeType: "io.containerd.winproc.v2", Sandboxer: "shim", Snapshotter: "windowsfilter"}},
+				RuntimePlatforms: map[string]RuntimePlatform{
+					"winproc": {Platform: "windows/amd64", Snapshotter: "windowsfilter"},
+				},
+				UnpackRules:          []UnpackRule{{Platform: "windows/amd64", Snapshotter: "windowsfilter", Differ: "windowsfilter-diff"}},
+				MaxConcurrentUnpacks: 3,
+				DiffDefault:          []string{"windowsfilter-diff", "walking"},
+			},
+		},
+	}
+}
+
+// writtenShapes are configs of containerd's other versions, as operators
+// write them.
+func writtenShapes() []configShape {
+	return []configShape{
 		{
 			name:  "v2 (containerd 1.7) read as containerd 2.x migrates it",
 			files: memFiles{"/c.toml": configV2},
@@ -194,67 +273,6 @@ func TestDoctorLoadConfigShapes(t *testing.T) {
 				RuntimePlatforms: map[string]RuntimePlatform{},
 			},
 		},
-		{
-			name: "imports: globbed, relative, a later plugin table replaces an earlier one whole",
-			files: memFiles{
-				"/etc/containerd/config.toml": `version = 3
-imports = ["conf.d/*.toml", "/abs/extra.toml"]
-[plugins.'io.containerd.cri.v1.runtime'.containerd.runtimes.runc]
-  runtime_type = "io.containerd.runc.v2"
-[proxy_plugins.windowsfilter]
-  type = "snapshot"
-  address = "/old.sock"
-`,
-				"/etc/containerd/conf.d/10-winproc.toml": generated(t, containerdconfig.Node{OS: "linux", SnapshotterAddress: "/new.sock", Handler: "winproc", Sandboxer: "shim"}),
-				"/abs/extra.toml": `version = 3
-disabled_plugins = ["io.containerd.snapshotter.v1.btrfs"]
-`,
-			},
-			want: Config{
-				Path: "/etc/containerd/config.toml", Version: 3,
-				Files:           []string{"/etc/containerd/config.toml", "/etc/containerd/conf.d/10-winproc.toml", "/abs/extra.toml"},
-				DisabledPlugins: []string{"io.containerd.snapshotter.v1.btrfs"},
-				ProxyPlugins: map[string]ProxyPlugin{
-					"windowsfilter":      {Type: "snapshot", Address: "/new.sock", Platform: "windows/amd64"},
-					"windowsfilter-diff": {Type: "diff", Address: "/new.sock", Platform: "windows/amd64"},
-				},
-				// runc is gone: the import's runtime plugin table replaced
-				// the main file's.
-				Runtimes: map[string]Runtime{"winproc": {RuntimeType: "io.containerd.winproc.v2", Sandboxer: "shim", Snapshotter: "windowsfilter"}},
-				RuntimePlatforms: map[string]RuntimePlatform{
-					"winproc": {Platform: "windows/amd64", Snapshotter: "windowsfilter"},
-				},
-				UnpackRules: []UnpackRule{{Platform: "windows/amd64", Snapshotter: "windowsfilter", Differ: "windowsfilter-diff"}},
-				DiffDefault: []string{"windowsfilter-diff", "walking"},
-			},
-		},
-	} {
-		t.Run(tc.name, func(t *testing.T) {
-			path := "/c.toml"
-			if _, ok := tc.files[path]; !ok {
-				path = "/etc/containerd/config.toml"
-			}
-			c, err := LoadConfig(tc.files, path)
-			if err != nil {
-				t.Fatal(err)
-			}
-			if h, ok := c.Runtimes["winproc"]; ok {
-				if tc.options != nil && !reflect.DeepEqual(h.Options, tc.options) {
-					t.Errorf("winproc options = %v, want %v", h.Options, tc.options)
-				}
-				if len(h.PodAnnotations) > 0 && !reflect.DeepEqual(h.PodAnnotations, containerdnames.Annotations) {
-					t.Errorf("winproc pod_annotations = %v, want the generator's %v", h.PodAnnotations, containerdnames.Annotations)
-				}
-				for name, rt := range c.Runtimes {
-					rt.Options, rt.PodAnnotations = nil, nil
-					c.Runtimes[name] = rt
-				}
-			}
-			c.origin = nil
-			if !reflect.DeepEqual(*c, tc.want) {
-				t.Errorf("config:\n got %+v\nwant %+v", *c, tc.want)
-			}
-		})
 	}
 }
 

@@ -1,6 +1,8 @@
 // Package doctor checks a node's winproc setup, as `winproc doctor` reports
 // it: containerd's config registers the runtime handler, the windowsfilter
-// snapshotter and differ and the unpack rule for Windows layers; the shim
+// snapshotter and differ and the unpack rule for Windows layers, and lets
+// containerd unpack a pull's layers in parallel where winproc can (off
+// Windows) and not where it cannot (Windows); the shim
 // binary is where containerd finds it and answers -info; containerd and the
 // snapshotter answer and containerd loaded the snapshotter; the pause image
 // is in containerd, unpacked, built for the host's Windows build and holds

@@ -193,6 +193,7 @@ func (d *run) checkUnpack() {
 		r.Summary = fmt.Sprintf("%s layers unpack with %s into %s", rule.Platform, rule.Differ, rule.Snapshotter)
 	}
 	problems = append(problems, d.checkDiffChain(&r)...)
+	problems = append(problems, d.checkParallelUnpack(&r)...)
 	applyIssues(&r, problems)
 	d.add(r)
 }

@@ -21,6 +21,11 @@ import (
 // The emulation does not enforce the scratch size label: a directory has no
 // size of its own.
 
+// layersNeedParents: the emulation's importer writes a layer without reading
+// its parents (whiteouts are overlayfs's, hard links stay inside the layer),
+// so a layer unpacked without its parent can be given it at commit.
+const layersNeedParents = false
+
 func createScratch(ctx context.Context, dir string, parents []string, size uint64) error {
 	for _, d := range []string{layermount.ScratchUpper, layermount.ScratchWork} {
 		if err := os.Mkdir(filepath.Join(dir, d), 0o700); err != nil {

@@ -21,6 +21,13 @@ import (
 // request; committing a scratch exports it and imports it back as a
 // read-only layer; deactivating and destroying go through the layer driver.
 
+// layersNeedParents: hcsshim imports a layer with its parents
+// (ociwclayer.ImportLayerFromTar → wclayer.NewLayerWriter): without them it
+// writes a base layer, and a layer with parents reads them for hard links
+// into them, a cloned UtilityVM and HCS's ImportLayer. docs/architecture.md,
+// "Pull or import", cites the functions.
+const layersNeedParents = true
+
 func driverInfo(dir string) (hcsshim.DriverInfo, string) {
 	return hcsshim.DriverInfo{HomeDir: filepath.Dir(dir)}, filepath.Base(dir)
 }

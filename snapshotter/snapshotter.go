@@ -16,10 +16,16 @@
 // windows-layer mount; package layermount owns that mount and the names
 // above.
 //
+// Pulls of one layer do not extract it twice: an unpack Prepare for a
+// layer another pull is extracting waits for it and is answered
+// AlreadyExists (extractions.go). Off Windows an unpack snapshot may be
+// prepared without its parent and given it at commit, so containerd can
+// extract a pull's layers in parallel.
+//
 // The platform-specific work (HCS layer calls on Windows, plain directories
 // in the emulation) lives behind four functions in layer_*.go (createScratch,
-// commitLayer, destroyLayer, deactivateLayer); everything else here is
-// shared and tested on Linux.
+// commitLayer, destroyLayer, deactivateLayer) and one constant
+// (layersNeedParents); everything else here is shared and tested on Linux.
 package snapshotter
 
 import (
@@ -30,6 +36,7 @@ import (
 	"path/filepath"
 	"strconv"
 	"strings"
+	"time"
 
 	"github.com/containerd/containerd/v2/core/mount"
 	"github.com/containerd/containerd/v2/core/snapshots"
@@ -39,6 +46,7 @@ import (
 	"github.com/containerd/errdefs"
 	"github.com/containerd/log"
 
+	"github.com/winproc/winproc/internal/containerdnames"
 	"github.com/winproc/winproc/snapshotter/layermount"
 )
 
@@ -54,20 +62,34 @@ const removedPrefix = "rm-"
 // Snapshotter implements containerd's snapshots.Snapshotter and
 // snapshots.Cleaner for windowsfilter layers.
 type Snapshotter struct {
-	root   string
-	ms     *storage.MetaStore
-	layers layerOps
+	root       string
+	ms         *storage.MetaStore
+	layers     layerOps
+	extracting *extractions
+	// idleWait bounds the wait for another pull's extraction that shows no
+	// sign of life (defaultIdleWait).
+	idleWait time.Duration
 }
 
 // layerOps are the file-system and layer-driver calls whose failures decide
-// how Remove and Cleanup proceed; tests replace them to make them fail.
+// how Remove and Cleanup proceed, and whether the layer driver imports a
+// layer only with its parents; tests replace them.
 type layerOps struct {
 	rename     func(oldpath, newpath string) error
 	deactivate func(ctx context.Context, dir string) error
 	destroy    func(ctx context.Context, dir string) error
+	// needParents: a layer cannot be imported without its parents, so an
+	// unpack snapshot cannot be given its parent at commit (see
+	// errParallelUnpack).
+	needParents bool
 }
 
-var platformLayers = layerOps{rename: os.Rename, deactivate: deactivateLayer, destroy: destroyLayer}
+var platformLayers = layerOps{rename: os.Rename, deactivate: deactivateLayer, destroy: destroyLayer, needParents: layersNeedParents}
+
+// errParallelUnpack refuses a layer prepared without its parent, to be
+// given it at commit (containerd's parallel unpack), where the layer driver
+// imports a layer only with its parents.
+var errParallelUnpack = fmt.Errorf(`on Windows a layer is imported with its parent layers, so containerd cannot unpack layers in parallel: remove "rebase" from the capabilities of [proxy_plugins.%s] in containerd's config: %w`, containerdnames.Snapshotter, errdefs.ErrFailedPrecondition)
 
 var (
 	_ snapshots.Snapshotter = (*Snapshotter)(nil)
@@ -92,7 +114,7 @@ func open(ctx context.Context, root string, layers layerOps) (*Snapshotter, erro
 	if err != nil {
 		return nil, fmt.Errorf("open snapshot metadata in %s: %w", root, err)
 	}
-	s := &Snapshotter{root: root, ms: ms, layers: layers}
+	s := &Snapshotter{root: root, ms: ms, layers: layers, extracting: newExtractions(), idleWait: defaultIdleWait}
 	if err := s.Cleanup(ctx); err != nil {
 		log.G(ctx).WithError(err).WithField("root", root).Warn("leftover snapshot directories stay until the next cleanup (containerd's garbage collection runs one)")
 	}
@@ -163,9 +185,12 @@ func (s *Snapshotter) Walk(ctx context.Context, fn snapshots.WalkFunc, filters .
 	})
 }
 
-// Prepare creates an active snapshot: a layer to unpack into, a new base
-// layer, or a container's scratch over parent.
+// Prepare creates an active snapshot: a layer to unpack into (see
+// prepareUnpack), a new base layer, or a container's scratch over parent.
 func (s *Snapshotter) Prepare(ctx context.Context, key, parent string, opts ...snapshots.Opt) ([]mount.Mount, error) {
+	if isUnpack(key) {
+		return s.prepareUnpack(ctx, key, parent, opts)
+	}
 	return s.create(ctx, snapshots.KindActive, key, parent, opts)
 }
 
@@ -198,6 +223,14 @@ func (s *Snapshotter) mounts(sn storage.Snapshot) []mount.Mount {
 func isUnpack(key string) bool { return strings.Contains(key, snapshots.UnpackKeyPrefix) }
 
 func (s *Snapshotter) create(ctx context.Context, kind snapshots.Kind, key, parent string, opts []snapshots.Opt) ([]mount.Mount, error) {
+	sn, err := s.createSnapshot(ctx, kind, key, parent, opts)
+	if err != nil {
+		return nil, err
+	}
+	return s.mounts(sn), nil
+}
+
+func (s *Snapshotter) createSnapshot(ctx context.Context, kind snapshots.Kind, key, parent string, opts []snapshots.Opt) (storage.Snapshot, error) {
 	var sn storage.Snapshot
 	err := s.ms.WithTransaction(ctx, true, func(ctx context.Context) (err error) {
 		sn, err = storage.CreateSnapshot(ctx, kind, key, parent, opts...)
@@ -250,10 +283,7 @@ func (s *Snapshotter) create(ctx context.Context, kind snapshots.Kind, key, pare
 		}
 		return nil
 	})
-	if err != nil {
-		return nil, err
-	}
-	return s.mounts(sn), nil
+	return sn, err
 }
 
 // scratchSize reads the requested scratch size from the labels; 0 means the
@@ -277,14 +307,29 @@ func scratchSize(labels map[string]string) (uint64, error) {
 }
 
 // Commit turns the active snapshot key into the committed snapshot name.
+// A snapshot prepared without a parent may be given one here
+// (snapshots.WithParent, containerd's rebase) where a layer does not depend
+// on its parents: off Windows, where the importer writes a layer without
+// reading them (snapshotter/layertar). The pulls waiting for an extraction
+// into key learn that it is done.
 func (s *Snapshotter) Commit(ctx context.Context, name, key string, opts ...snapshots.Opt) error {
-	return s.ms.WithTransaction(ctx, true, func(ctx context.Context) error {
+	var base snapshots.Info
+	for _, o := range opts {
+		if err := o(&base); err != nil {
+			return err
+		}
+	}
+	err := s.ms.WithTransaction(ctx, true, func(ctx context.Context) error {
 		sn, err := storage.GetSnapshot(ctx, key)
 		if err != nil {
 			return fmt.Errorf("commit snapshot %s: %w", key, err)
 		}
 		if sn.Kind != snapshots.KindActive {
 			return fmt.Errorf("commit snapshot %s: only active snapshots can be committed: %w", key, errdefs.ErrFailedPrecondition)
+		}
+		if base.Parent != "" && len(sn.ParentIDs) == 0 && s.layers.needParents {
+			// HCS wrote its layer as a base layer.
+			return fmt.Errorf("commit snapshot %s onto %s: it was prepared without a parent: %w", key, base.Parent, errParallelUnpack)
 		}
 		dir := s.dir(sn.ID)
 		// A layer the differ imported is final already; a base layer or a
@@ -303,6 +348,10 @@ func (s *Snapshotter) Commit(ctx context.Context, name, key string, opts ...snap
 		}
 		return nil
 	})
+	if err == nil {
+		s.extracting.endKey(key, true)
+	}
+	return err
 }
 
 // Remove deletes the snapshot key. The directory is renamed to rm-<id>
@@ -344,6 +393,8 @@ func (s *Snapshotter) Remove(ctx context.Context, key string) error {
 		}
 		return err
 	}
+	// Pulls waiting for an extraction into key unpack the layer themselves.
+	s.extracting.endKey(key, false)
 	if removed != "" {
 		if err := s.layers.destroy(ctx, removed); err != nil {
 			log.G(ctx).WithError(err).WithField("dir", removed).Warn("destroy removed snapshot; it will be retried at the next cleanup")

@@ -73,6 +73,9 @@ type Config struct {
 	LogLevel string
 	// SnapshotterRoot is the snapshotter's root; "" is Dir/snapshotter.
 	SnapshotterRoot string
+	// UnpackConcurrency is how many layers a pull extracts at once (see
+	// containerdconfig.Node); 0 is the generator's default.
+	UnpackConcurrency int
 	// Env is the daemons' environment; nil is this process's. The PATH
 	// given to them starts with Bin either way.
 	Env []string
@@ -126,6 +129,7 @@ func (n *Node) WriteConfig() ([]byte, error) {
 		CNIBinDirs:            []string{filepath.Join(n.Tools, CNIBinDir)},
 		CNIConfDir:            n.cniConfDir(),
 		NetNSUnderState:       true,
+		UnpackConcurrency:     n.UnpackConcurrency,
 	})
 	if err != nil {
 		return nil, err

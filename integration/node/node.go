@@ -74,6 +74,9 @@ type Options struct {
 	// Sandboxer is the winproc handler's sandboxer: "shim" when empty, or
 	// "podsandbox".
 	Sandboxer string
+	// UnpackConcurrency is how many layers a pull extracts at once: 0 is
+	// the generated config's default, 1 containerd's sequential unpack.
+	UnpackConcurrency int
 }
 
 // Start brings up containerd and the snapshotter. bins holds the project's
@@ -99,13 +102,14 @@ func StartWith(t testing.TB, bins string, opts Options) *Node {
 	}
 	n := &Node{
 		Node: emulatednode.New(emulatednode.Config{
-			Dir:       dir,
-			Tools:     tools,
-			Bin:       bins,
-			Options:   options.Options{WineTemplatePrefix: os.Getenv(winetest.PrefixEnv), PauseImage: PauseImage},
-			HostBuild: HostBuild,
-			LogLevel:  opts.LogLevel,
-			Sandboxer: opts.Sandboxer,
+			Dir:               dir,
+			Tools:             tools,
+			Bin:               bins,
+			Options:           options.Options{WineTemplatePrefix: os.Getenv(winetest.PrefixEnv), PauseImage: PauseImage},
+			HostBuild:         HostBuild,
+			LogLevel:          opts.LogLevel,
+			Sandboxer:         opts.Sandboxer,
+			UnpackConcurrency: opts.UnpackConcurrency,
 		}),
 		owner: t,
 	}

@@ -16,6 +16,7 @@
 package differ
 
 import (
+	"bufio"
 	"context"
 	"fmt"
 	"io"
@@ -38,6 +39,10 @@ import (
 	"github.com/winproc/winproc/snapshotter/layermount"
 	"github.com/winproc/winproc/winbuild"
 )
+
+// contentReadSize is how much of a layer one read of containerd's content
+// store asks for.
+const contentReadSize = 1 << 20
 
 // ImageLister finds image records; containerd's images.Store is one.
 type ImageLister interface {
@@ -101,14 +106,18 @@ func (d *Differ) Apply(ctx context.Context, desc ocispec.Descriptor, mounts []mo
 		return ocispec.Descriptor{}, fmt.Errorf("read layer %s from the content store: %w", desc.Digest, err)
 	}
 	defer ra.Close()
-	dr, err := compression.DecompressStream(content.NewReader(ra))
+	// Every read of the content store is a gRPC stream to containerd: read
+	// it in large pieces rather than the decompressor's 32 KiB.
+	dr, err := compression.DecompressStream(bufio.NewReaderSize(content.NewReader(ra), contentReadSize))
 	if err != nil {
 		return ocispec.Descriptor{}, fmt.Errorf("decompress layer %s: %w", desc.Digest, err)
 	}
 	defer dr.Close()
 
 	digester := digest.Canonical.Digester()
-	counted := &iocount.Reader{R: io.TeeReader(dr, digester.Hash())}
+	ahead := readAhead(io.TeeReader(dr, digester.Hash()))
+	defer ahead.Close()
+	counted := &iocount.Reader{R: ahead}
 	if _, err := importLayer(ctx, counted, layer); err != nil {
 		return ocispec.Descriptor{}, fmt.Errorf("import layer %s into %s: %w", desc.Digest, layer.Path, err)
 	}

@@ -11,9 +11,11 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"maps"
 	"os"
 	"path/filepath"
 	"strings"
+	"sync"
 	"testing"
 
 	"github.com/containerd/containerd/v2/core/content"
@@ -48,28 +50,39 @@ func (r imageRecords) List(_ context.Context, filters ...string) ([]images.Image
 }
 
 // memoryLabels keeps content labels, which containerd keeps in its metadata
-// store, in memory.
-type memoryLabels map[digest.Digest]map[string]string
+// store, in memory; concurrent unpacks update them at once.
+type memoryLabels struct {
+	mu sync.Mutex
+	m  map[digest.Digest]map[string]string
+}
 
-func (m memoryLabels) Get(d digest.Digest) (map[string]string, error) { return m[d], nil }
+func (m *memoryLabels) Get(d digest.Digest) (map[string]string, error) {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	return maps.Clone(m.m[d]), nil
+}
 
-func (m memoryLabels) Set(d digest.Digest, l map[string]string) error {
-	m[d] = l
+func (m *memoryLabels) Set(d digest.Digest, l map[string]string) error {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	m.m[d] = maps.Clone(l)
 	return nil
 }
 
-func (m memoryLabels) Update(d digest.Digest, update map[string]string) (map[string]string, error) {
-	if m[d] == nil {
-		m[d] = map[string]string{}
+func (m *memoryLabels) Update(d digest.Digest, update map[string]string) (map[string]string, error) {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	if m.m[d] == nil {
+		m.m[d] = map[string]string{}
 	}
 	for k, v := range update {
 		if v == "" {
-			delete(m[d], k)
+			delete(m.m[d], k)
 		} else {
-			m[d][k] = v
+			m.m[d][k] = v
 		}
 	}
-	return m[d], nil
+	return maps.Clone(m.m[d]), nil
 }
 
 type fixture struct {
@@ -82,7 +95,7 @@ type fixture struct {
 
 func newFixture(t *testing.T) *fixture {
 	t.Helper()
-	store, err := local.NewLabeledStore(t.TempDir(), memoryLabels{})
+	store, err := local.NewLabeledStore(t.TempDir(), &memoryLabels{m: map[digest.Digest]map[string]string{}})
 	if err != nil {
 		t.Fatal(err)
 	}

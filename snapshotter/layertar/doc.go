@@ -105,6 +105,11 @@
 // Import does not fsync; callers that need durability sync the file system
 // once after the import.
 //
+// Import creates and writes regular files in two worker goroutines while it
+// reads and checks the entries that follow (creating files is most of an
+// import's time); an entry that concerns a file still being created waits
+// for it, so the checks and the result are a sequential import's.
+//
 // # Export
 //
 // Export walks a layer directory (written by Import, or any tree with Files/

@@ -85,23 +85,27 @@ func Import(ctx context.Context, r io.Reader, dir string, opts ...ImportOption) 
 		cache: make(map[string]*dirHandle),
 		times: make(map[string]int),
 	}
+	im.startFiles()
 	err = im.run(r)
+	if ferr := im.stopFiles(); err == nil {
+		err = ferr
+	}
 	if cerr := im.close(); err == nil && cerr != nil {
 		err = fmt.Errorf("layertar: import: %w", cerr)
 	}
-	return im.written, err
+	return im.f.written.Load(), err
 }
 
 type importer struct {
-	ctx     context.Context
-	cfg     importConfig
-	root    *os.Root
-	top     *dirHandle // the layer directory
-	cache   map[string]*dirHandle
-	tick    uint64
-	buf     *[]byte // from copyBufPool, taken on first use
-	written int64
-	side    sidecar
+	ctx   context.Context
+	cfg   importConfig
+	root  *os.Root
+	top   *dirHandle // the layer directory
+	cache map[string]*dirHandle
+	tick  uint64
+	// f creates and writes the regular files (import_files.go).
+	f    *files
+	side sidecar
 	// Directory times, applied once all entries are written.
 	times    map[string]int
 	dirTimes []dirTime
@@ -116,10 +120,6 @@ type dirTime struct {
 }
 
 func (im *importer) close() error {
-	if im.buf != nil {
-		copyBufPool.Put(im.buf)
-		im.buf = nil
-	}
 	for _, h := range im.cache {
 		h.close()
 	}
@@ -147,6 +147,9 @@ func (im *importer) run(r io.Reader) error {
 	for {
 		if err := im.ctx.Err(); err != nil {
 			return fmt.Errorf("layertar: import: %w", err)
+		}
+		if err := im.f.failure(); err != nil {
+			return err
 		}
 		hdr, err := tr.Next()
 		if err == io.EOF {
@@ -179,6 +182,9 @@ func (im *importer) run(r io.Reader) error {
 	// Files/ always exists, so that it can be used as an overlay lowerdir.
 	if _, err := im.dir(layermount.FilesDir); err != nil {
 		return fmt.Errorf("layertar: import: %w", err)
+	}
+	if err := im.stopFiles(); err != nil {
+		return err
 	}
 	return im.finish()
 }

@@ -4,6 +4,7 @@ import (
 	"errors"
 	"io/fs"
 	"os"
+	"sync"
 	"time"
 )
 
@@ -12,12 +13,33 @@ import (
 // can lead outside the layer, and keeps the most recently used handles open.
 
 // dirHandle is an open directory of the layer, known to be a real
-// directory (no symlink on its path).
+// directory (no symlink on its path). File workers hold it while they
+// create a file in it; evicted while held, it is closed by the last holder.
 type dirHandle struct {
 	rel  string
 	root *os.Root
 	f    *os.File // opened on demand, for fd based calls
 	used uint64
+
+	mu      sync.Mutex
+	holders int
+	evicted bool
+}
+
+func (h *dirHandle) hold() {
+	h.mu.Lock()
+	h.holders++
+	h.mu.Unlock()
+}
+
+func (h *dirHandle) release() {
+	h.mu.Lock()
+	h.holders--
+	last := h.holders == 0 && h.evicted
+	h.mu.Unlock()
+	if last {
+		h.close()
+	}
 }
 
 func (h *dirHandle) file() (*os.File, error) {
@@ -56,6 +78,7 @@ func (im *importer) dir(rel string) (*dirHandle, error) {
 		return nil, err
 	}
 	opaque := false
+	im.settle(rel)
 	err = parent.root.Mkdir(name, 0o755)
 	switch {
 	case err == nil:
@@ -111,7 +134,13 @@ func (im *importer) evict() {
 		}
 	}
 	delete(im.cache, victim.rel)
-	victim.close()
+	victim.mu.Lock()
+	victim.evicted = true
+	held := victim.holders > 0
+	victim.mu.Unlock()
+	if !held {
+		victim.close()
+	}
 }
 
 // lookupDir is dir without creating anything: every component of rel must
@@ -130,6 +159,7 @@ func (im *importer) lookupDir(rel string) (*dirHandle, error) {
 	if err != nil {
 		return nil, err
 	}
+	im.settle(rel)
 	fi, err := parent.root.Lstat(name)
 	if err != nil {
 		return nil, err

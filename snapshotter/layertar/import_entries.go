@@ -17,21 +17,22 @@ import (
 // through the directory handles (import_dirs.go) and stores its metadata in
 // xattrs or the sidecar.
 
-// create makes p with mk. Something already there is replaced only if it is
-// a whiteout of this layer (then true is returned).
-func (im *importer) create(h *dirHandle, p entryPath, mk func() error) (bool, error) {
+// create makes the entry rel, name in root, with mk. Something already
+// there is replaced only if it is a whiteout of this layer (then true is
+// returned).
+func (im *importer) create(root *os.Root, name, rel string, mk func() error) (bool, error) {
 	err := mk()
 	if err == nil {
-		return im.replacedWhiteout(p.rel), nil
+		return im.replacedWhiteout(rel), nil
 	}
 	if !errors.Is(err, fs.ErrExist) {
 		return false, err
 	}
-	fi, lerr := h.root.Lstat(p.base)
+	fi, lerr := root.Lstat(name)
 	if lerr != nil || !isWhiteout(fi) {
-		return false, errorf(ErrInvalidEntry, "duplicate entry: %s already exists in this layer", p.rel)
+		return false, errorf(ErrInvalidEntry, "duplicate entry: %s already exists in this layer", rel)
 	}
-	if err := h.root.Remove(p.base); err != nil {
+	if err := root.Remove(name); err != nil {
 		return false, err
 	}
 	return true, mk()
@@ -108,59 +109,15 @@ func (im *importer) regular(tr io.Reader, p entryPath, hdr *tar.Header) error {
 		return err
 	}
 	if p.adsBase != "" {
+		im.settle(joinRel(p.parent, p.adsBase))
 		fi, err := h.root.Lstat(p.adsBase)
 		if err != nil || !fi.Mode().IsRegular() {
 			return errorf(ErrInvalidEntry, "alternate data stream without a file %q in this layer", joinRel(p.parent, p.adsBase))
 		}
 	}
-	var f *os.File
-	_, err = im.create(h, p, func() error {
-		var err error
-		f, err = h.root.OpenFile(p.base, os.O_WRONLY|os.O_CREATE|os.O_EXCL, 0o644)
-		return err
-	})
-	if err != nil {
-		return err
-	}
-	n, err := im.copyData(f, tr)
-	im.written += n
-	if err == nil {
-		err = im.storeMeta(p.rel, recs, func(r records) error { return setFileRecords(f, r) })
-	}
-	if cerr := f.Close(); err == nil {
-		err = cerr
-	}
-	if err != nil {
-		return err
-	}
-	return im.setTimes(h, p.base, hdr)
-}
-
-func (im *importer) copyData(dst *os.File, src io.Reader) (int64, error) {
-	if im.buf == nil {
-		im.buf = copyBufPool.Get().(*[]byte)
-	}
-	buf := *im.buf
-	var n int64
-	for {
-		if err := im.ctx.Err(); err != nil {
-			return n, err
-		}
-		nr, rerr := src.Read(buf)
-		if nr > 0 {
-			nw, werr := dst.Write(buf[:nr])
-			n += int64(nw)
-			if werr != nil {
-				return n, werr
-			}
-		}
-		if rerr == io.EOF {
-			return n, nil
-		}
-		if rerr != nil {
-			return n, rerr
-		}
-	}
+	im.settle(p.rel)
+	atime, mtime := entryTimes(hdr)
+	return im.addFile(h, p, hdr.Name, recs, tr, atime, mtime)
 }
 
 func (im *importer) symlink(p entryPath, hdr *tar.Header) error {
@@ -176,7 +133,8 @@ func (im *importer) symlink(p entryPath, hdr *tar.Header) error {
 	if err != nil {
 		return err
 	}
-	if _, err := im.create(h, p, func() error { return h.root.Symlink(target, p.base) }); err != nil {
+	im.settle(p.rel)
+	if _, err := im.create(h.root, p.base, p.rel, func() error { return h.root.Symlink(target, p.base) }); err != nil {
 		return err
 	}
 	err = im.storeMeta(p.rel, recs, func(r records) error {
@@ -214,6 +172,7 @@ func (im *importer) hardlink(p entryPath, hdr *tar.Header) error {
 	case t.rel == p.rel:
 		return errorf(ErrInvalidEntry, "hard link to itself")
 	}
+	im.settle(t.rel)
 	th, err := im.lookupDir(t.parent)
 	if err != nil {
 		if errors.Is(err, fs.ErrNotExist) {
@@ -234,7 +193,8 @@ func (im *importer) hardlink(p entryPath, hdr *tar.Header) error {
 	if err != nil {
 		return err
 	}
-	_, err = im.create(h, p, func() error {
+	im.settle(p.rel)
+	_, err = im.create(h.root, p.base, p.rel, func() error {
 		return im.root.Link(filepath.FromSlash(t.rel), filepath.FromSlash(p.rel))
 	})
 	if err != nil {
@@ -278,6 +238,7 @@ func (im *importer) whiteout(p entryPath) error {
 	if err != nil {
 		return err
 	}
+	im.settle(rel)
 	fi, err := h.root.Lstat(name)
 	switch {
 	case errors.Is(err, fs.ErrNotExist):

@@ -12,6 +12,7 @@ import (
 	"sort"
 	"strconv"
 	"strings"
+	"sync"
 	"time"
 	"unicode/utf8"
 )
@@ -204,6 +205,9 @@ const sidecarVersion = 1
 type sidecar struct {
 	Version int                      `json:"version"`
 	Entries map[string]*sidecarEntry `json:"entries"`
+	// mu guards Entries while Import's file workers use it (an entry's
+	// fields are only touched by whoever handles its name).
+	mu sync.Mutex
 }
 
 type sidecarEntry struct {
@@ -216,6 +220,8 @@ type sidecarEntry struct {
 }
 
 func (s *sidecar) entry(rel string) *sidecarEntry {
+	s.mu.Lock()
+	defer s.mu.Unlock()
 	if s.Entries == nil {
 		s.Entries = make(map[string]*sidecarEntry)
 	}
@@ -231,6 +237,8 @@ func (s *sidecar) get(rel string) *sidecarEntry {
 	if s == nil {
 		return nil
 	}
+	s.mu.Lock()
+	defer s.mu.Unlock()
 	return s.Entries[rel]
 }
 

@@ -12,6 +12,7 @@ import (
 	"strings"
 	"syscall"
 	"time"
+	"unsafe"
 
 	"golang.org/x/sys/unix"
 )
@@ -228,6 +229,26 @@ func setTimes(_ *os.Root, dir *os.File, name string, atime, mtime time.Time) err
 	}
 	return withFd(dir, func(fd int) error {
 		return unix.UtimesNanoAt(fd, name, []unix.Timespec{a, m}, unix.AT_SYMLINK_NOFOLLOW)
+	})
+}
+
+// setFileTimes sets the times of the open file f: utimensat(2) with no
+// path works on the descriptor.
+func setFileTimes(f *os.File, atime, mtime time.Time) error {
+	a, err := unix.TimeToTimespec(atime)
+	if err != nil {
+		return err
+	}
+	m, err := unix.TimeToTimespec(mtime)
+	if err != nil {
+		return err
+	}
+	ts := [2]unix.Timespec{a, m}
+	return withFd(f, func(fd int) error {
+		if _, _, e := unix.Syscall6(unix.SYS_UTIMENSAT, uintptr(fd), 0, uintptr(unsafe.Pointer(&ts[0])), 0, 0, 0); e != 0 {
+			return e
+		}
+		return nil
 	})
 }
 

@@ -40,6 +40,12 @@ func setTimes(root *os.Root, _ *os.File, name string, atime, mtime time.Time) er
 	return root.Chtimes(name, atime, mtime)
 }
 
+// setFileTimes sets the times of the open file f, by its name (an
+// os.Root's file has the whole path).
+func setFileTimes(f *os.File, atime, mtime time.Time) error {
+	return os.Chtimes(f.Name(), atime, mtime)
+}
+
 type fileKey struct{}
 
 // hardlinkKey: hard links are not detected on this platform.

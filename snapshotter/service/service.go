@@ -21,13 +21,17 @@ import (
 	"github.com/containerd/containerd/v2/contrib/diffservice"
 	"github.com/containerd/containerd/v2/contrib/snapshotservice"
 	contentproxy "github.com/containerd/containerd/v2/core/content/proxy"
+	"github.com/containerd/containerd/v2/core/diff"
+	"github.com/containerd/containerd/v2/core/mount"
 	"github.com/containerd/containerd/v2/pkg/namespaces"
 	"github.com/containerd/log"
+	ocispec "github.com/opencontainers/image-spec/specs-go/v1"
 	"google.golang.org/grpc"
 
 	"github.com/winproc/winproc/internal/containerdconn"
 	"github.com/winproc/winproc/snapshotter"
 	"github.com/winproc/winproc/snapshotter/differ"
+	"github.com/winproc/winproc/snapshotter/layermount"
 	"github.com/winproc/winproc/winbuild"
 )
 
@@ -70,7 +74,7 @@ func Run(ctx context.Context, cfg Config) error {
 		grpc.ChainStreamInterceptor(forwardNamespaceStream),
 	)
 	snapshotsapi.RegisterSnapshotsServer(srv, snapshotservice.FromSnapshotter(sn))
-	diffapi.RegisterDiffServer(srv, diffservice.FromApplierAndComparer(d, d))
+	diffapi.RegisterDiffServer(srv, diffservice.FromApplierAndComparer(applier{d, sn}, d))
 
 	l, err := listen(cfg.Address)
 	if err != nil {
@@ -94,6 +98,20 @@ func Run(ctx context.Context, cfg Config) error {
 		return err
 	}
 	return nil
+}
+
+// applier tells the snapshotter which snapshot a layer is being applied
+// into: a pull waiting for that extraction keeps waiting while it lasts.
+type applier struct {
+	*differ.Differ
+	sn *snapshotter.Snapshotter
+}
+
+func (a applier) Apply(ctx context.Context, desc ocispec.Descriptor, mounts []mount.Mount, opts ...diff.ApplyOpt) (ocispec.Descriptor, error) {
+	if l, err := layermount.Decode(mounts); err == nil {
+		defer a.sn.Applying(l.Path)()
+	}
+	return a.Differ.Apply(ctx, desc, mounts, opts...)
 }
 
 // forwardNamespace makes the namespace containerd sent with a request the
