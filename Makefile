@@ -78,8 +78,11 @@ wine-test:
 
 # The Windows node under Wine (integration/winenode): the pinned containerd
 # built for Windows, winproc-snapshotter.exe as its proxy plugins, the shim
-# as containerd.exe launches it, and `winproc doctor`, in one private Wine
-# prefix. Some 20 s; `unit` (so `test`) runs it too.
+# as containerd.exe launches it, `winproc doctor`, and crictl.exe driving
+# containerd.exe's own Windows CRI through HostProcess and ordinary pods
+# (with MinGW stand-ins of HCS, HCN, the layer functions and the bind
+# filter), in private Wine prefixes. Some 90 s; `unit` (so `test`) runs it
+# too.
 .PHONY: wine-node
 wine-node: tools wine
 	$(GO) test -count=1 -v ./integration/winenode/
