@@ -468,8 +468,19 @@ func (n *Node) Background(exe string, args ...string) (stop func()) {
 			return
 		}
 		once = true
+		// SIGINT first, which Wine turns into the program's CTRL_C:
+		// a Wine process killed outright can leave the prefix's
+		// wineserver holding what the next program waits for.
+		done := make(chan struct{})
+		go func() { cmd.Wait(); close(done) }()
+		cmd.Process.Signal(syscall.SIGINT)
+		select {
+		case <-done:
+		case <-time.After(5 * time.Second):
+			cancel()
+			<-done
+		}
 		cancel()
-		cmd.Wait()
 	}
 	n.t.Cleanup(stop)
 	return stop
