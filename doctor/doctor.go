@@ -100,6 +100,7 @@ const (
 	CheckRuntimeClass = "runtimeclass"
 	CheckStateDirs    = "state dirs"
 	CheckHostProcess  = "hostprocess"
+	CheckOrphans      = "orphans"
 )
 
 // DefaultHandler is the runtime handler name the checks look for.
@@ -148,6 +149,8 @@ type Options struct {
 	Timeout time.Duration
 	// System is the node; nil is the machine the doctor runs on.
 	System System
+	// Fix has the orphans check remove the orphans it finds.
+	Fix bool
 }
 
 // DefaultConfigPath is where containerd reads its config by default on the
@@ -170,6 +173,7 @@ func Run(ctx context.Context, o Options) *Report {
 	d.checkPauseImage(ctx)
 	d.checkStateDirs()
 	d.checkHostProcess()
+	d.checkOrphans(ctx)
 	if len(o.RuntimeClasses) > 0 {
 		d.checkRuntimeClasses()
 	}
