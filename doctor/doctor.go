@@ -7,7 +7,10 @@
 // snapshotter answer and containerd loaded the snapshotter; the pause image
 // is in containerd, unpacked, built for the host's Windows build and holds
 // pause.exe and wincat.exe; RuntimeClass manifests that name the handler
-// select nodes of this build and tolerate the os=windows taint.
+// select nodes of this build and tolerate the os=windows taint; no compute
+// system is left that no running shim serves and containerd has no task
+// of (orphans, where the node's Leftovers can list them: the Linux
+// emulation), which Options.Fix removes.
 //
 // Every check says what it found and, when something is wrong, a concrete
 // fix. The checks reach the node only through System (files, programs,
