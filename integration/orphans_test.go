@@ -30,7 +30,8 @@ import (
 const OrphanPodsEnv = "ORPHAN_PODS"
 
 // After a crash, containerd and every shim SIGKILLed with pods serving,
-// `winproc doctor` lists every pod's compute systems as orphans and
+// `winproc doctor` lists every pod's compute systems (and a HostProcess
+// pod's container and the host prefix it runs in) as orphans and
 // `winproc doctor -fix` removes them: no mount, cgroup, Wine process or
 // system directory of winproc's is left. Once with containerd's state
 // kept (containerd, started again, then removes the pods, and the fix
@@ -52,14 +53,20 @@ func crashAndSweep(t *testing.T, winproc string, count int, wipe bool) {
 	n := node.StartWith(t, bins, node.Options{LogLevel: "info"})
 	importPodImages(t, n)
 	client := newClient(t, n)
+	importHostProcessImage(t, n)
 	var pods []*servingPod
 	for i := range count {
 		pods = append(pods, startServingPod(t, n, client, fmt.Sprintf("orphan-%d", i)))
 	}
+	// A HostProcess pod: its container and the host prefix it runs in.
+	agents := runPodWith(t, n, "agents", hostProcessPodConfig(t))
+	agent := createHostProcess(t, n, agents, "agent", `NT AUTHORITY\SYSTEM`, []string{"winproc-testapp.exe", "sleep", "-seconds", "0"})
+	crictl(t, n, "start", agent)
+	waitLog(t, n, agent, "ready")
 	root := n.EmulationRoot()
 	systems := dirNames(t, root)
-	if len(systems) != 2*count {
-		t.Fatalf("compute systems %v, want %d (a pause and an app per pod)", systems, 2*count)
+	if len(systems) != 2*count+2 {
+		t.Fatalf("compute systems %v, want %d (a pause and an app per pod, the agent and the host prefix)", systems, 2*count+2)
 	}
 	var cgroups []string
 	for _, s := range systems {
@@ -87,8 +94,12 @@ func crashAndSweep(t *testing.T, winproc string, count int, wipe bool) {
 	if c := r.Check(doctor.CheckOrphans); c != nil {
 		details := strings.Join(c.Details, "\n")
 		for _, s := range systems {
-			if !strings.Contains(details, "/"+s+" (its shim (pid ") {
-				t.Errorf("the orphans check does not list %s as its dead shim's:\n%s", s, details)
+			want := "/" + s + " (its shim (pid "
+			if s == emulation.HostPrefixID {
+				want = "/" + s + " (no HostProcess container a running shim serves uses it)"
+			}
+			if !strings.Contains(details, want) {
+				t.Errorf("the orphans check does not list %s as %q:\n%s", s, want, details)
 			}
 		}
 	}
@@ -136,6 +147,8 @@ func crashAndSweep(t *testing.T, winproc string, count int, wipe bool) {
 			mustCrictl(t, n, "stopp", p.id)
 			mustCrictl(t, n, "rmp", p.id)
 		}
+		mustCrictl(t, n, "stopp", agents)
+		mustCrictl(t, n, "rmp", agents)
 	}
 }
 
