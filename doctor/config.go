@@ -36,6 +36,9 @@ type Config struct {
 	// GRPCAddress is containerd's socket or pipe as configured ("" for the
 	// platform default).
 	GRPCAddress string
+	// State is containerd's state directory as configured ("" for the
+	// platform default).
+	State string
 	// ProxyPlugins by name.
 	ProxyPlugins map[string]ProxyPlugin
 	// Runtimes are the CRI runtime handlers by name.
@@ -162,6 +165,7 @@ type rawFile struct {
 	path         string
 	version      int
 	grpcAddress  string
+	state        string
 	plugins      map[string]any
 	proxyPlugins map[string]any
 	imports      []string
@@ -253,6 +257,7 @@ func parseConfigFile(b []byte) (rawFile, error) {
 	if a := asString(asMap(f.plugins[pluginGRPC])["address"]); a != "" {
 		f.grpcAddress = a
 	}
+	f.state = asString(doc["state"])
 	return f, nil
 }
 
@@ -343,6 +348,9 @@ func mergeConfig(raws []rawFile) *Config {
 		}
 		if r.grpcAddress != "" {
 			c.GRPCAddress = r.grpcAddress
+		}
+		if r.state != "" {
+			c.State = r.state
 		}
 		for _, d := range r.disabled {
 			if !slices.Contains(c.DisabledPlugins, d) {

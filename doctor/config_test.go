@@ -155,7 +155,7 @@ func generatedShapes(t *testing.T) []configShape {
 			name:  "v3 from the generator (linux)",
 			files: memFiles{"/c.toml": generated(t, linuxNode())},
 			want: Config{
-				Path: "/c.toml", Version: 3, Files: []string{"/c.toml"}, GRPCAddress: "/run/c.sock",
+				Path: "/c.toml", Version: 3, Files: []string{"/c.toml"}, GRPCAddress: "/run/c.sock", State: "/s",
 				ProxyPlugins: map[string]ProxyPlugin{
 					"windowsfilter":      {Type: "snapshot", Address: "/run/snap.sock", Platform: "windows/amd64", Capabilities: []string{"rebase"}},
 					"windowsfilter-diff": {Type: "diff", Address: "/run/snap.sock", Platform: "windows/amd64"},

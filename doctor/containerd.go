@@ -7,6 +7,7 @@ import (
 	contentapi "github.com/containerd/containerd/api/services/content/v1"
 	introspectionapi "github.com/containerd/containerd/api/services/introspection/v1"
 	snapshotsapi "github.com/containerd/containerd/api/services/snapshots/v1"
+	tasksapi "github.com/containerd/containerd/api/services/tasks/v1"
 	versionapi "github.com/containerd/containerd/api/services/version/v1"
 	apitypes "github.com/containerd/containerd/api/types"
 	"github.com/containerd/containerd/v2/core/content"
@@ -131,4 +132,16 @@ func (p nsProvider) ReaderAt(ctx context.Context, desc ocispec.Descriptor) (cont
 func (c *grpcContainerd) StatSnapshot(ctx context.Context, ns, snapshotter, key string) error {
 	_, err := snapshotsapi.NewSnapshotsClient(c.conn).Stat(namespaces.WithNamespace(ctx, ns), &snapshotsapi.StatSnapshotRequest{Snapshotter: snapshotter, Key: key})
 	return errgrpc.ToNative(err)
+}
+
+func (c *grpcContainerd) Tasks(ctx context.Context, ns string) ([]string, error) {
+	resp, err := tasksapi.NewTasksClient(c.conn).List(namespaces.WithNamespace(ctx, ns), &tasksapi.ListTasksRequest{})
+	if err != nil {
+		return nil, errgrpc.ToNative(err)
+	}
+	var ids []string
+	for _, t := range resp.GetTasks() {
+		ids = append(ids, t.GetID())
+	}
+	return ids, nil
 }

@@ -7,7 +7,10 @@
 // snapshotter answer and containerd loaded the snapshotter; the pause image
 // is in containerd, unpacked, built for the host's Windows build and holds
 // pause.exe and wincat.exe; RuntimeClass manifests that name the handler
-// select nodes of this build and tolerate the os=windows taint.
+// select nodes of this build and tolerate the os=windows taint; no compute
+// system is left that no running shim serves and containerd has no task
+// of (orphans, where the node's Leftovers can list them: the Linux
+// emulation), which Options.Fix removes.
 //
 // Every check says what it found and, when something is wrong, a concrete
 // fix. The checks reach the node only through System (files, programs,
@@ -100,6 +103,7 @@ const (
 	CheckRuntimeClass = "runtimeclass"
 	CheckStateDirs    = "state dirs"
 	CheckHostProcess  = "hostprocess"
+	CheckOrphans      = "orphans"
 )
 
 // DefaultHandler is the runtime handler name the checks look for.
@@ -148,6 +152,8 @@ type Options struct {
 	Timeout time.Duration
 	// System is the node; nil is the machine the doctor runs on.
 	System System
+	// Fix has the orphans check remove the orphans it finds.
+	Fix bool
 }
 
 // DefaultConfigPath is where containerd reads its config by default on the
@@ -170,6 +176,7 @@ func Run(ctx context.Context, o Options) *Report {
 	d.checkPauseImage(ctx)
 	d.checkStateDirs()
 	d.checkHostProcess()
+	d.checkOrphans(ctx)
 	if len(o.RuntimeClasses) > 0 {
 		d.checkRuntimeClasses()
 	}

@@ -35,6 +35,7 @@ type fakeSystem struct {
 	cd        *fakeContainerd
 	access    map[string]DirAccess // DirAccess by path; others do not exist
 	accessErr error                // DirAccess's error for every path
+	leftovers *fakeLeftovers
 }
 
 func (s *fakeSystem) GOOS() string { return s.goos }
@@ -53,6 +54,12 @@ func (s *fakeSystem) ReadFile(p string) ([]byte, error)     { return s.files.Rea
 func (s *fakeSystem) Glob(p string) ([]string, error)       { return s.files.Glob(p) }
 func (s *fakeSystem) IsFile(p string) bool                  { return s.regular[p] }
 func (s *fakeSystem) Containerd(string) (Containerd, error) { return s.cd, nil }
+func (s *fakeSystem) Leftovers() Leftovers {
+	if s.leftovers == nil {
+		return nil // the check does not run
+	}
+	return s.leftovers
+}
 
 func (s *fakeSystem) LookPath(f string) (string, error) {
 	if p, ok := s.onPath[f]; ok {
@@ -91,6 +98,7 @@ type fakeContainerd struct {
 	images     map[string]ocispec.Descriptor
 	blobs      blobs
 	snapshots  map[string]bool // snapshotter + "/" + key
+	tasks      map[string][]string
 }
 
 func (c *fakeContainerd) Close() error { return nil }
@@ -150,6 +158,13 @@ func (b blobs) ReaderAt(_ context.Context, d ocispec.Descriptor) (content.Reader
 type blobReader struct{ *bytes.Reader }
 
 func (blobReader) Close() error { return nil }
+
+func (c *fakeContainerd) Tasks(_ context.Context, ns string) ([]string, error) {
+	if c.down {
+		return nil, c.unavailable()
+	}
+	return c.tasks[ns], nil
+}
 
 func (c *fakeContainerd) StatSnapshot(_ context.Context, _, snapshotter, key string) error {
 	if c.snapshots[snapshotter+"/"+key] {

@@ -45,6 +45,10 @@ type System interface {
 	// Containerd returns a connection to containerd at address; it may
 	// connect lazily, so an unreachable containerd shows in the calls.
 	Containerd(address string) (Containerd, error)
+	// Leftovers finds and removes the compute systems crashed shims
+	// left; nil where winproc cannot list them, and the orphans check
+	// does not run.
+	Leftovers() Leftovers
 }
 
 // Containerd is what the checks ask containerd. Errors are containerd's
@@ -67,6 +71,8 @@ type Containerd interface {
 	Content(namespace string) content.Provider
 	// StatSnapshot reports whether snapshotter has the snapshot key.
 	StatSnapshot(ctx context.Context, namespace, snapshotter, key string) error
+	// Tasks lists the IDs of the tasks containerd has in namespace.
+	Tasks(ctx context.Context, namespace string) ([]string, error)
 	Close() error
 }
 
@@ -144,3 +150,5 @@ func (local) Dial(ctx context.Context, address string) error {
 func (local) HostBuild() (winbuild.Version, error) { return winbuild.Host() }
 
 func (local) Containerd(address string) (Containerd, error) { return dialContainerd(address) }
+
+func (local) Leftovers() Leftovers { return localLeftovers() }

@@ -34,6 +34,11 @@ with what it found and, when something is wrong, how to fix it:
   pause image    the handler's pause image is in containerd (namespace
                  -namespace), unpacked, built for the host's Windows build,
                  and holds its entrypoint and C:\Windows\System32\wincat.exe
+  state dirs     winproc's state directories are the administrators' only
+  hostprocess    HostProcess pods run on winproc (the default handler)
+  orphans        (Linux emulation) no compute system is left that no running
+                 shim serves and containerd has no task of, as a crash of
+                 the shims and containerd leaves them; -fix removes them
   runtimeclass   (with -runtimeclass) the RuntimeClasses naming the handler
                  select this node's build and tolerate os=windows:NoSchedule
 
@@ -62,6 +67,7 @@ func runDoctor(ctx context.Context, e *env, args []string) error {
 	fs.StringVar(&o.Shim, "shim", "", "shim binary to check (default: found as containerd finds it: PATH, then beside containerd)")
 	fs.Var(&runtimeClasses, "runtimeclass", "RuntimeClass manifest file, YAML or JSON (repeatable)")
 	fs.BoolVar(&asJSON, "json", false, "print the report as JSON")
+	fs.BoolVar(&o.Fix, "fix", false, "remove the orphans the orphans check finds: kill their processes, unmount them, remove their cgroups and directories")
 	fs.DurationVar(&o.Timeout, "timeout", 10*time.Second, "time limit of each call to containerd, the snapshotter and the shim")
 	if err := fs.Parse(args); err != nil {
 		if errors.Is(err, flag.ErrHelp) {

@@ -29,6 +29,7 @@ import (
 	"github.com/moby/sys/mountinfo"
 
 	"github.com/winproc/winproc/containerdconfig"
+	"github.com/winproc/winproc/internal/containerdnames"
 	"github.com/winproc/winproc/internal/procscan"
 	"github.com/winproc/winproc/shim/options"
 )
@@ -264,7 +265,7 @@ func WaitSocket(path string, limit time.Duration, d *Daemon) error {
 // EmulationRoot is where the shim's emulation backend keeps the node's
 // compute systems (inside containerd's state directory).
 func (n *Node) EmulationRoot() string {
-	return filepath.Join(n.Dir, "state", "winproc-emulation", Namespace)
+	return filepath.Join(n.Dir, "state", containerdnames.EmulationStateDir, Namespace)
 }
 
 // Bundle is the task bundle containerd makes for container id; "" gives

@@ -191,6 +191,20 @@ func (n *Node) RestartContainerd(t testing.TB) {
 	n.startContainerd(t)
 }
 
+// KillContainerd SIGKILLs containerd, as a crash would, and waits until it
+// is gone: shims keep running. RestartContainerd starts it again.
+func (n *Node) KillContainerd(t testing.TB) {
+	t.Helper()
+	if err := n.containerd.Cmd.Process.Kill(); err != nil {
+		t.Fatal(err)
+	}
+	for deadline := time.Now().Add(10 * time.Second); n.containerd.Alive(); time.Sleep(20 * time.Millisecond) {
+		if time.Now().After(deadline) {
+			t.Fatal("containerd still runs 10 s after SIGKILL")
+		}
+	}
+}
+
 // RuntimeOptions are the winproc handler's options on this node: the
 // emulation's Wine template prefix.
 func (n *Node) RuntimeOptions() options.Options { return n.Options }

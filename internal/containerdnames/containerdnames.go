@@ -33,6 +33,10 @@ const (
 	StateRootWindows            = `C:\ProgramData\winproc`
 	ShimStateDirWindows         = StateRootWindows + `\hcs`
 	JobContainerStateDirWindows = StateRootWindows + `\jobcontainer`
+	// EmulationStateDir is the directory of containerd's state directory
+	// where the Linux emulation keeps its compute systems, one directory
+	// per namespace: the shim's and `winproc doctor`'s.
+	EmulationStateDir = "winproc-emulation"
 )
 
 // Annotations are the annotations of a pod or container that a winproc

@@ -9,6 +9,7 @@ import (
 
 	"github.com/containerd/containerd/v2/pkg/namespaces"
 
+	"github.com/winproc/winproc/internal/containerdnames"
 	"github.com/winproc/winproc/shim/compute"
 	"github.com/winproc/winproc/shim/emulation"
 	"github.com/winproc/winproc/shim/options"
@@ -33,7 +34,7 @@ func root(ctx context.Context) (string, error) {
 		return "", err
 	}
 	state := filepath.Dir(filepath.Dir(filepath.Dir(bundle)))
-	return filepath.Join(state, "winproc-emulation", ns), nil
+	return filepath.Join(state, containerdnames.EmulationStateDir, ns), nil
 }
 
 // New opens the backend for the shim that serves tasks, with the

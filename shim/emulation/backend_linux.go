@@ -285,6 +285,10 @@ func (b *Backend) Create(ctx context.Context, id string, s *compute.Settings) (_
 		Layers:         s.Layers,
 		Mapped:         s.MappedDirectories,
 		Resources:      s.Resources,
+		ShimPID:        os.Getpid(),
+	}
+	if self, err := readStat(st.ShimPID); err == nil {
+		st.ShimStart = self.start
 	}
 	if s.HostProcess != nil {
 		st.HostProcess = &hostProcessState{MountPoint: b.hostMountPoint(id), InheritUser: s.HostProcess.InheritUser}

@@ -178,6 +178,13 @@
 // or, needing neither state.json nor a System, Backend.Remove(ctx, id),
 // which kills, unmounts and removes whatever is left of Root/<id>.
 //
+// A system's state.json names the shim that created it (pid and start
+// time). After a crash that no delete follows (containerd killed too, or
+// its state lost), FindOrphans lists the systems whose shim is gone and of
+// which containerd has no task, and RemoveOrphan removes one with Remove,
+// refusing one a running shim serves (orphans_linux.go; `winproc doctor
+// -fix`).
+//
 // # HostProcess containers
 //
 // A HostProcess container has no silo: its processes run on the emulated

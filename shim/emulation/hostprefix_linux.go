@@ -104,7 +104,7 @@ func (b *Backend) lockHost(ctx context.Context) (unlock func(), err error) {
 func (b *Backend) joinHost(ctx context.Context, id string) (*persisted, error) {
 	dir := b.hostDir()
 	st, err := loadState(dir)
-	if err != nil || !serverAlive(st.ServerPID, st.ServerStart) {
+	if err != nil || !processAlive(st.ServerPID, st.ServerStart) {
 		// None yet, a creation cut short, or a wineserver that died
 		// (its containers stopped with it).
 		if err == nil {
@@ -280,9 +280,9 @@ func (b *Backend) removeHost(ctx context.Context, st *persisted) error {
 	return nil
 }
 
-// serverAlive reports whether the wineserver of pid and start time start
-// (clock ticks after boot) still runs.
-func serverAlive(pid int, start uint64) bool {
+// processAlive reports whether the process of pid and start time start
+// (clock ticks after boot), a wineserver or a shim, still runs.
+func processAlive(pid int, start uint64) bool {
 	if pid == 0 {
 		return false
 	}

@@ -152,7 +152,7 @@ func (s *system) startHostProcessLocked() error {
 // wineserver of its own), nil while it runs.
 func (s *system) hostServerGone() error {
 	hp := s.st.HostProcess
-	if serverAlive(hp.ServerPID, hp.ServerStart) {
+	if processAlive(hp.ServerPID, hp.ServerStart) {
 		return nil
 	}
 	return fmt.Errorf("emulation: HostProcess container %s: the host prefix's wineserver (pid %d) has gone: %w", s.id, hp.ServerPID, errdefs.ErrUnavailable)

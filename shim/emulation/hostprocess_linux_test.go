@@ -78,7 +78,7 @@ func (f *fixture) checkHostGone(t *testing.T) {
 // hostRunning reports whether the host prefix's wineserver runs.
 func hostRunning(b *Backend) bool {
 	st, err := loadState(b.hostDir())
-	return err == nil && serverAlive(st.ServerPID, st.ServerStart)
+	return err == nil && processAlive(st.ServerPID, st.ServerStart)
 }
 
 // hostPath is the Windows path of a Linux path through Wine's Z: drive.

@@ -11,6 +11,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/containerd/log"
 	"github.com/moby/sys/mountinfo"
 	"golang.org/x/sys/unix"
 )
@@ -219,6 +220,7 @@ func unmount(target string) error {
 			if err := unix.Unmount(target, unix.MNT_DETACH); err != nil && !errors.Is(err, unix.EINVAL) {
 				return fmt.Errorf("unmount %s: %w", target, err)
 			}
+			log.L.WithField("mount", target).Warn("emulation: the mount stayed busy; detached it lazily (freed when its last user goes)")
 			return nil
 		default:
 			return fmt.Errorf("unmount %s: %w", target, err)

@@ -49,6 +49,12 @@ type persisted struct {
 	// ServerDir is the wineserver's socket directory (under /tmp), removed
 	// at teardown.
 	ServerDir string `json:"wineserverDir,omitempty"`
+	// ShimPID and ShimStart are the shim that created the system and
+	// serves it: while that process runs the system is its; once it is
+	// gone and containerd has no task of the id, the system is an orphan
+	// (orphans_linux.go).
+	ShimPID   int    `json:"shimPid,omitempty"`
+	ShimStart uint64 `json:"shimStart,omitempty"`
 	// NetNS is the Linux network namespace the silo's processes are
 	// started in (netns_linux.go), "" for the shim's own.
 	NetNS string `json:"netns,omitempty"`

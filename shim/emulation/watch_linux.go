@@ -70,7 +70,7 @@ type exitWatch struct {
 func watchExit(pid int, start uint64) (*exitWatch, error) {
 	w := &exitWatch{C: make(chan struct{})}
 	fd, err := unix.PidfdOpen(pid, unix.PIDFD_NONBLOCK)
-	if errors.Is(err, unix.ESRCH) || err == nil && !serverAlive(pid, start) {
+	if errors.Is(err, unix.ESRCH) || err == nil && !processAlive(pid, start) {
 		if err == nil {
 			unix.Close(fd)
 		}
