@@ -322,3 +322,60 @@ func TestComputecoreBinding(t *testing.T) {
 		t.Error(err)
 	}
 }
+
+// TestComputecoreFaults runs the core's handling of HCS's failures through
+// the binding against the stand-in's faults (testdata/fakecomputecore;
+// TestComputecoreBindingUnderWine runs this under Wine): an HRESULT from
+// an operation reaches the caller named with its call, an operation HCS
+// ends only when cancelled returns at the caller's deadline, and a system
+// that stopped without telling is found stopped when a terminate fails.
+func TestComputecoreFaults(t *testing.T) {
+	path := os.Getenv("WINPROC_FAKE_COMPUTECORE")
+	if path == "" {
+		t.Skip("WINPROC_FAKE_COMPUTECORE is not set: TestComputecoreBindingUnderWine runs this")
+	}
+	b := newComputecoreBinding(windows.NewLazyDLL(path))
+	c := &computeCore{api: b}
+	doc := &schema2.ComputeSystem{Owner: Owner, SchemaVersion: &schema2.V21, Container: &schema2.Container{}}
+	create := func(t *testing.T, id string) *coreSystem {
+		t.Helper()
+		sys, err := c.createContainer(context.Background(), id, doc)
+		if err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(func() { sys.Close() })
+		return sys.(*coreSystem)
+	}
+
+	t.Run("HCS gives up", func(t *testing.T) {
+		err := create(t, "fail-start-1").Start(context.Background())
+		if err == nil || !coreFacts(err).Timeout || !strings.Contains(err.Error(), "HcsStartComputeSystem") || !strings.Contains(err.Error(), "0x800705B4") {
+			t.Errorf("Start = %v; want a timeout naming HcsStartComputeSystem and 0x800705B4", err)
+		}
+	})
+	t.Run("an operation that ends only when cancelled", func(t *testing.T) {
+		ctx, cancel := context.WithTimeout(context.Background(), 300*time.Millisecond)
+		defer cancel()
+		start := time.Now()
+		err := create(t, "stall-start-1").Start(ctx)
+		if !errors.Is(err, context.DeadlineExceeded) || !strings.Contains(err.Error(), "HcsStartComputeSystem") {
+			t.Errorf("Start = %v; want the deadline, naming HcsStartComputeSystem", err)
+		}
+		if d := time.Since(start); d > cancelGrace+5*time.Second {
+			t.Errorf("Start returned after %v", d)
+		}
+	})
+	t.Run("a stop HCS did not announce", func(t *testing.T) {
+		sys := create(t, "gone-1")
+		err := sys.Terminate(context.Background())
+		if err == nil || !coreFacts(err).NotExist || !strings.Contains(err.Error(), "HcsTerminateComputeSystem") {
+			t.Errorf("Terminate = %v; want not found, naming HcsTerminateComputeSystem", err)
+		}
+		if stopped, err := sys.CheckStopped(context.Background()); !stopped || err != nil {
+			t.Errorf("CheckStopped = %v, %v; want the system found stopped", stopped, err)
+		}
+		if err := sys.Wait(); err != nil {
+			t.Errorf("Wait = %v after the stop was found", err)
+		}
+	})
+}

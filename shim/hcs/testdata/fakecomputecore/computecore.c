@@ -17,6 +17,13 @@
  * but its create's wait fails with E_INVALIDARG, and HcsGetProcessInfo
  * gives its pipes.
  *
+ * Faults, by the system's id: "fail-start..." fails its start with
+ * HRESULT_FROM_WIN32(ERROR_TIMEOUT) (HCS giving up, 0x800705B4);
+ * "stall-start..." starts only when the start is cancelled (then with
+ * HCS_E_OPERATION_TIMEOUT); "gone-..." has stopped without a notification:
+ * its terminate answers HCS_E_SYSTEM_NOT_FOUND and its properties say
+ * Stopped.
+ *
  * It implements the documented contract of computecore.h as the binding
  * uses it (operations, callbacks, HCS_PROCESS_INFORMATION, LocalAlloc'ed
  * results, per-handle serialization of a process's calls). It leaves
@@ -197,6 +204,15 @@ __declspec(dllexport) void WINAPI HcsCloseComputeSystem(sys_t *s) {
 }
 
 __declspec(dllexport) HRESULT WINAPI HcsStartComputeSystem(sys_t *s, op_t *op, PCWSTR options) {
+    if (wcsncmp(s->id, L"fail-start", 10) == 0) {
+        /* HCS gave up itself: ERROR_TIMEOUT as an HRESULT. */
+        complete(op, HRESULT_FROM_WIN32(ERROR_TIMEOUT), L"{\"Error\":-2147023436,\"ErrorMessage\":\"This operation returned because the timeout period expired.\"}");
+        return S_OK;
+    }
+    if (wcsncmp(s->id, L"stall-start", 11) == 0) {
+        /* Ends only when cancelled. */
+        op->after = CreateEventW(NULL, TRUE, FALSE, NULL);
+    }
     complete(op, S_OK, NULL);
     return S_OK;
 }
@@ -233,7 +249,14 @@ static HRESULT stop(sys_t *s, op_t *op) {
 }
 
 __declspec(dllexport) HRESULT WINAPI HcsShutDownComputeSystem(sys_t *s, op_t *op, PCWSTR options) { return stop(s, op); }
-__declspec(dllexport) HRESULT WINAPI HcsTerminateComputeSystem(sys_t *s, op_t *op, PCWSTR options) { return stop(s, op); }
+__declspec(dllexport) HRESULT WINAPI HcsTerminateComputeSystem(sys_t *s, op_t *op, PCWSTR options) {
+    if (wcsncmp(s->id, L"gone-", 5) == 0) {
+        /* It stopped, and its exit notification was lost: the call
+         * itself fails. */
+        return HCS_E_SYSTEM_NOT_FOUND;
+    }
+    return stop(s, op);
+}
 
 __declspec(dllexport) HRESULT WINAPI HcsModifyComputeSystem(sys_t *s, op_t *op, PCWSTR config, HANDLE identity) {
     /* The request comes back as the result, for the test to compare. */
@@ -245,9 +268,9 @@ __declspec(dllexport) HRESULT WINAPI HcsGetComputeSystemProperties(sys_t *s, op_
     /* The system's id, its creation document and the query come back. */
     size_t n = wcslen(s->id) + wcslen(s->config) + (query ? wcslen(query) : 0) + 256;
     WCHAR *doc = malloc(n * sizeof(WCHAR));
-    _snwprintf(doc, n, L"{\"Id\":\"%ls\",\"State\":\"Running\",\"Echo\":%ls,\"Query\":%ls,"
+    _snwprintf(doc, n, L"{\"Id\":\"%ls\",\"State\":\"%ls\",\"Echo\":%ls,\"Query\":%ls,"
         L"\"Statistics\":{\"Uptime100ns\":50,\"Processor\":{\"TotalRuntime100ns\":7},\"Memory\":{\"MemoryUsageCommitBytes\":4096}}}",
-        s->id, s->config, query && *query ? query : L"null");
+        s->id, wcsncmp(s->id, L"gone-", 5) == 0 ? L"Stopped" : L"Running", s->config, query && *query ? query : L"null");
     complete(op, S_OK, doc);
     free(doc);
     return S_OK;
