@@ -424,25 +424,36 @@ type volumeRootfs struct{ b *Backend }
 
 func (v volumeRootfs) mount(ctx context.Context, l compute.Layers, size uint64, dir string) error {
 	h := v.b.host
+	return v.b.mountScratch(ctx, l, size, func(volume string) error {
+		if err := h.mkdirAll(dir); err != nil {
+			return classify(fmt.Sprintf("make the mount point %s", dir), err, h.facts(err))
+		}
+		if err := h.setVolumeMountPoint(dir+`\`, volume); err != nil {
+			if rerr := h.remove(dir); rerr != nil {
+				log.G(ctx).WithError(rerr).Warn("remove the mount point after a failure")
+			}
+			return classify(fmt.Sprintf("mount the scratch's volume %s at %s", volume, dir), err, h.facts(err))
+		}
+		return nil
+	})
+}
+
+// mountScratch grows the scratch to size bytes (when not 0), mounts it
+// over its parents as a volume (shim/scratch), and hands the volume to
+// place; when place fails, the scratch is released again.
+func (b *Backend) mountScratch(ctx context.Context, l compute.Layers, size uint64, place func(volume string) error) error {
+	h := b.host
 	if size > 0 {
 		if err := h.Expand(l.Scratch, size); err != nil {
 			return classify(fmt.Sprintf("expand the scratch layer %s to %d bytes", l.Scratch, size), err, h.facts(err))
 		}
 	}
-	volume, err := v.b.scratch.Mount(ctx, l.Scratch, l.Parents)
+	volume, err := b.scratch.Mount(ctx, l.Scratch, l.Parents)
 	if err != nil {
 		return err
 	}
-	if err = h.mkdirAll(dir); err != nil {
-		err = classify(fmt.Sprintf("make the mount point %s", dir), err, h.facts(err))
-	} else if err = h.setVolumeMountPoint(dir+`\`, volume); err != nil {
-		err = classify(fmt.Sprintf("mount the scratch's volume %s at %s", volume, dir), err, h.facts(err))
-		if rerr := h.remove(dir); rerr != nil {
-			log.G(ctx).WithError(rerr).Warn("remove the mount point after a failure")
-		}
-	}
-	if err != nil {
-		if rerr := v.b.scratch.Release(l.Scratch); rerr != nil {
+	if err := place(volume); err != nil {
+		if rerr := b.scratch.Release(l.Scratch); rerr != nil {
 			log.G(ctx).WithError(rerr).Warn("release the scratch layer after a failure")
 		}
 		return err

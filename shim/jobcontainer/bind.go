@@ -6,8 +6,6 @@ import (
 	"fmt"
 	"strings"
 
-	"github.com/containerd/log"
-
 	"github.com/winproc/winproc/shim/compute"
 	"github.com/winproc/winproc/shim/scratch"
 )
@@ -21,27 +19,15 @@ type bindRootfs struct{ b *Backend }
 
 func (r bindRootfs) mount(ctx context.Context, l compute.Layers, size uint64, dir string) error {
 	h := r.b.host
-	if size > 0 {
-		if err := h.Expand(l.Scratch, size); err != nil {
-			return classify(fmt.Sprintf("expand the scratch layer %s to %d bytes", l.Scratch, size), err, h.facts(err))
+	return r.b.mountScratch(ctx, l, size, func(volume string) error {
+		if err := h.mkdirAll(parentDir(dir)); err != nil {
+			return classify(fmt.Sprintf("make the directory of the mount point %s", dir), err, h.facts(err))
 		}
-	}
-	volume, err := r.b.scratch.Mount(ctx, l.Scratch, l.Parents)
-	if err != nil {
-		return err
-	}
-	if err = h.mkdirAll(parentDir(dir)); err != nil {
-		err = classify(fmt.Sprintf("make the directory of the mount point %s", dir), err, h.facts(err))
-	} else if err = h.bind(dir, volume, false); err != nil {
-		err = classify(fmt.Sprintf("bind the scratch's volume %s at %s", volume, dir), err, h.facts(err))
-	}
-	if err != nil {
-		if rerr := r.b.scratch.Release(l.Scratch); rerr != nil {
-			log.G(ctx).WithError(rerr).Warn("release the scratch layer after a failure")
+		if err := h.bind(dir, volume, false); err != nil {
+			return classify(fmt.Sprintf("bind the scratch's volume %s at %s", volume, dir), err, h.facts(err))
 		}
-		return err
-	}
-	return nil
+		return nil
+	})
 }
 
 // unmount removes the binding (one already gone is no error), then
