@@ -53,9 +53,14 @@ func criHostProcess(t *testing.T, sandboxer string) {
 		t.Errorf("shims %v after runp, want the pod's one", n.ShimPIDs())
 	}
 
+	run := &podRun{t: t, n: n, id: id, logs: logs, program: "winproc-testapp.exe",
+		create: func(name string, extra map[string]any, command ...string) string {
+			return criCreateWith(t, n, id, pod, name, extra, command...)
+		}}
+
 	// A server on the node's loopback, stopped by a console event.
 	port := freePort(t)
-	server := criCreate(t, n, id, pod, "server", "winproc-testapp.exe", "serve", "-addr", fmt.Sprintf("127.0.0.1:%d", port))
+	server := run.create("server", nil, "winproc-testapp.exe", "serve", "-addr", fmt.Sprintf("127.0.0.1:%d", port))
 	criRun(t, n, "start", server)
 	waitFor(t, "the server's log", func() bool { return strings.Contains(readLog(logs, "server"), "listening") })
 	if out := criRun(t, n, "ps", "--pod", id, "-q"); !strings.Contains(out, server) {
@@ -77,46 +82,13 @@ func criHostProcess(t *testing.T, sandboxer string) {
 
 	// port-forward: containerd.exe dials the node's localhost for a
 	// HostProcess pod.
-	local := freePort(t)
-	stopForward := n.Background(InstallDir+`\crictl.exe`, "--runtime-endpoint", CRIEndpoint, "port-forward", id, fmt.Sprintf("%d:%d", local, port))
-	waitFor(t, "the forwarded port's answer", func() bool {
-		body, err := httpGet(fmt.Sprintf("http://127.0.0.1:%d/healthz", local))
-		return err == nil && body != ""
-	})
-	stopForward()
-
-	// exec -i: every byte of stdin through containerd.exe's streaming
-	// server and the shim's named pipes, and back.
-	payload := strings.Repeat("through containerd.exe's exec\n", 2000)
-	if out, errOut, err := n.CrictlStdin(strings.NewReader(payload), "exec", "-i", server, "winproc-testapp.exe", "echo"); err != nil || out != payload {
-		t.Errorf("exec -i echo: %v; %d of %d bytes back\n%s", err, len(out), len(payload), errOut)
-	}
-	// attach: a container's own stdin, closed with the attach's.
-	echo := criCreateWith(t, n, id, pod, "echo", map[string]any{"stdin": true, "stdin_once": true}, "winproc-testapp.exe", "echo")
-	criRun(t, n, "start", echo)
-	if out, errOut, err := n.CrictlStdin(strings.NewReader(payload), "attach", "-i", echo); err != nil || out != payload {
-		t.Errorf("attach -i: %v; %d of %d bytes back\n%s", err, len(out), len(payload), errOut)
-	}
-	if code := exitCode(t, n, echo); code != 0 {
-		t.Errorf("the attached container exited %d", code)
-	}
-	criRun(t, n, "rm", echo)
+	run.forward(port)
+	run.streams(server)
 	criRun(t, n, "update", "--memory", "268435456", server)
 	if out := criRun(t, n, "inspectp", "-o", "json", id); !strings.Contains(out, `"SANDBOX_READY"`) {
 		t.Errorf("inspectp:\n%s", out)
 	}
-	if out := criRun(t, n, "pods", "-q"); out != id {
-		t.Errorf("crictl pods -q: %q, want %s", out, id)
-	}
-	// Pod stats: containerd.exe's podSandboxStats needs the sandbox's task
-	// metric, which the shim gives in both modes. In shim mode its
-	// getSandboxPidCount then finds no container record of the sandbox and
-	// leaves the pod out, as for every shim-mode pod
-	// (docs/cri-sandbox-modes.md).
-	statsp := criRun(t, n, "statsp", "-o", "json", "--id", id)
-	if listed := strings.Contains(statsp, id); listed != (sandboxer == "podsandbox") {
-		t.Errorf("crictl statsp in %s mode lists the pod: %v\n%s", sandboxer, listed, statsp)
-	}
+	run.podStats(sandboxer)
 
 	// Wine's job accounting gives no CPU time or memory: the figures are
 	// checked against the binding's fake (shim/jobcontainer).
@@ -130,38 +102,22 @@ func criHostProcess(t *testing.T, sandboxer string) {
 
 	// Exit codes exact, whole: no cmd /c between.
 	for _, code := range []int{7, 255} {
-		c := criCreate(t, n, id, pod, fmt.Sprint("exit", code), "winproc-testapp.exe", "exit", fmt.Sprint(code))
+		c := run.create(fmt.Sprint("exit", code), nil, "winproc-testapp.exe", "exit", fmt.Sprint(code))
 		criRun(t, n, "start", c)
 		if got := exitCode(t, n, c); got != code {
 			t.Errorf("a container exiting %d: crictl inspect says %d", code, got)
 		}
 		criRun(t, n, "rm", c)
 	}
-	missing := criCreate(t, n, id, pod, "missing", "no-such-program.exe")
+	missing := run.create("missing", nil, "no-such-program.exe")
 	if _, errOut, err := n.Crictl("start", missing); err == nil || !strings.Contains(errOut, "no-such-program.exe") {
 		t.Errorf("start of a missing program: %v\n%s", err, errOut)
 	}
 	criRun(t, n, "rm", missing)
 
-	// stop: graceful (the server takes the console event), then at the
-	// deadline (a container that ignores it).
-	start := time.Now()
-	criRun(t, n, "stop", "--timeout", "30", server)
-	if d := time.Since(start); d > 20*time.Second {
-		t.Errorf("the graceful stop took %v", d)
-	}
-	if code := exitCode(t, n, server); code != 0 {
-		t.Errorf("the server stopped with %d, want 0 from its own handler", code)
-	}
+	run.stopGracefully(server)
 	waitFor(t, "the end of the server's detached process with its container", func() bool { return len(n.Processes("-ignore-events")) == 0 })
-	stubborn := criCreate(t, n, id, pod, "stubborn", "winproc-testapp.exe", "sleep", "-seconds", "0", "-ignore-events")
-	criRun(t, n, "start", stubborn)
-	waitFor(t, "the stubborn container's log", func() bool { return strings.Contains(readLog(logs, "stubborn"), "ready") })
-	start = time.Now()
-	criRun(t, n, "stop", "--timeout", "2", stubborn)
-	if d := time.Since(start); d < 2*time.Second {
-		t.Errorf("the container that ignores the event stopped after %v, before its deadline", d)
-	}
+	stubborn := run.stopAtDeadline()
 	if !strings.Contains(readLog(logs, "server"), "GET /healthz") {
 		t.Errorf("the server's log has no forwarded request:\n%s", readLog(logs, "server"))
 	}
@@ -169,6 +125,95 @@ func criHostProcess(t *testing.T, sandboxer string) {
 	criRun(t, n, "stopp", id)
 	criRun(t, n, "rmp", id)
 	n.checkNothingLeft()
+}
+
+// podRun is a pod of the tier's tests, and how its containers are made:
+// create makes container name running command, with extra in its CRI
+// config; program is the test app as the containers name it.
+type podRun struct {
+	t                 *testing.T
+	n                 *Node
+	id, logs, program string
+	create            func(name string, extra map[string]any, command ...string) string
+}
+
+// forward checks crictl port-forward to the pod's port: containerd.exe
+// dials the pod's IP (or the node's localhost for a HostProcess pod).
+func (p *podRun) forward(port int) {
+	local := freePort(p.t)
+	stop := p.n.Background(InstallDir+`\crictl.exe`, "--runtime-endpoint", CRIEndpoint, "port-forward", p.id, fmt.Sprintf("%d:%d", local, port))
+	waitFor(p.t, "the forwarded port's answer", func() bool {
+		body, err := httpGet(fmt.Sprintf("http://127.0.0.1:%d/healthz", local))
+		return err == nil && body != ""
+	})
+	stop()
+}
+
+// streams checks exec -i into container c and attach -i to a container of
+// its own: every byte of stdin through containerd.exe's streaming server
+// and the shim's named pipes, and back.
+func (p *podRun) streams(c string) {
+	t, n := p.t, p.n
+	payload := strings.Repeat("through containerd.exe's exec\n", 2000)
+	if out, errOut, err := n.CrictlStdin(strings.NewReader(payload), "exec", "-i", c, p.program, "echo"); err != nil || out != payload {
+		t.Errorf("exec -i echo: %v; %d of %d bytes back\n%s", err, len(out), len(payload), errOut)
+	}
+	// attach: a container's own stdin, closed with the attach's.
+	echo := p.create("echo", map[string]any{"stdin": true, "stdin_once": true}, p.program, "echo")
+	criRun(t, n, "start", echo)
+	if out, errOut, err := n.CrictlStdin(strings.NewReader(payload), "attach", "-i", echo); err != nil || out != payload {
+		t.Errorf("attach -i: %v; %d of %d bytes back\n%s", err, len(out), len(payload), errOut)
+	}
+	if code := exitCode(t, n, echo); code != 0 {
+		t.Errorf("the attached container exited %d", code)
+	}
+	criRun(t, n, "rm", echo)
+}
+
+// podStats checks crictl pods and statsp. containerd.exe's podSandboxStats
+// needs the sandbox's task metric, which the shim gives in both modes; in
+// shim mode its getSandboxPidCount then finds no container record of the
+// sandbox and leaves the pod out, as for every shim-mode pod
+// (docs/cri-sandbox-modes.md).
+func (p *podRun) podStats(sandboxer string) {
+	t, n := p.t, p.n
+	if out := criRun(t, n, "pods", "-q"); out != p.id {
+		t.Errorf("crictl pods -q: %q, want %s", out, p.id)
+	}
+	statsp := criRun(t, n, "statsp", "-o", "json", "--id", p.id)
+	if listed := strings.Contains(statsp, p.id); listed != (sandboxer == "podsandbox") {
+		t.Errorf("crictl statsp in %s mode lists the pod: %v\n%s", sandboxer, listed, statsp)
+	}
+}
+
+// stopGracefully stops container c, which takes the console event and
+// exits 0 from its own handler, well before the stop's deadline.
+func (p *podRun) stopGracefully(c string) {
+	t := p.t
+	start := time.Now()
+	criRun(t, p.n, "stop", "--timeout", "30", c)
+	if d := time.Since(start); d > 20*time.Second {
+		t.Errorf("the graceful stop took %v", d)
+	}
+	if code := exitCode(t, p.n, c); code != 0 {
+		t.Errorf("container %s stopped with %d, want 0 from its own handler", c, code)
+	}
+}
+
+// stopAtDeadline starts a container that ignores the console event and
+// checks that crictl stop ends it at its deadline; it returns the
+// container.
+func (p *podRun) stopAtDeadline() string {
+	t := p.t
+	stubborn := p.create("stubborn", nil, p.program, "sleep", "-seconds", "0", "-ignore-events")
+	criRun(t, p.n, "start", stubborn)
+	waitFor(t, "the stubborn container's log", func() bool { return strings.Contains(readLog(p.logs, "stubborn"), "ready") })
+	start := time.Now()
+	criRun(t, p.n, "stop", "--timeout", "2", stubborn)
+	if d := time.Since(start); d < 2*time.Second {
+		t.Errorf("the container that ignores the event stopped after %v, before its deadline", d)
+	}
+	return stubborn
 }
 
 // criRun runs crictl.exe and fails the test if it fails; it returns the
@@ -182,25 +227,26 @@ func criRun(t *testing.T, n *Node, args ...string) string {
 	return strings.TrimSpace(out)
 }
 
-// criCreate creates HostProcess container name in pod.
-func criCreate(t *testing.T, n *Node, pod, podConfig, name string, command ...string) string {
-	t.Helper()
-	return criCreateWith(t, n, pod, podConfig, name, nil, command...)
-}
-
-// criCreateWith is criCreate with more of the container's CRI config.
+// criCreateWith creates HostProcess container name in pod.
 func criCreateWith(t *testing.T, n *Node, pod, podConfig, name string, extra map[string]any, command ...string) string {
 	t.Helper()
-	cfg := map[string]any{
+	return criCreateContainer(t, n, pod, podConfig, map[string]any{
 		"metadata":    map[string]any{"name": name},
 		"image":       map[string]any{"image": agentImage},
 		"command":     command,
 		"log_path":    name + ".log",
 		"windows":     hostProcess(`NT AUTHORITY\SYSTEM`, false),
 		"annotations": inheritUser,
-	}
-	maps.Copy(cfg, extra)
-	return criRun(t, n, "create", pod, criJSON(t, name+".json", cfg), podConfig)
+	}, extra)
+}
+
+// criCreateContainer creates a container of the CRI config base, with
+// extra over it, in pod, and returns its id.
+func criCreateContainer(t *testing.T, n *Node, pod, podConfig string, base, extra map[string]any) string {
+	t.Helper()
+	maps.Copy(base, extra)
+	name := base["metadata"].(map[string]any)["name"].(string)
+	return criRun(t, n, "create", pod, criJSON(t, name+".json", base), podConfig)
 }
 
 // inheritUser runs a HostProcess container's processes with the shim's

@@ -51,9 +51,10 @@ func criPod(t *testing.T, sandboxer string) {
 	if err := json.Unmarshal([]byte(criRun(t, n, "inspectp", "-o", "json", id)), &podStatus); err != nil || podStatus.Status.State != "SANDBOX_READY" || podStatus.Status.Network.IP != "127.0.0.1" {
 		t.Errorf("inspectp: %+v, %v; want ready with the test CNI plugin's address", podStatus, err)
 	}
-	if out := criRun(t, n, "pods", "-q"); out != id {
-		t.Errorf("crictl pods -q: %q, want %s", out, id)
-	}
+	run := &podRun{t: t, n: n, id: id, logs: logs, program: `C:\winproc-testapp.exe`,
+		create: func(name string, extra map[string]any, command ...string) string {
+			return criCreatePod(t, n, id, pod, name, extra, command...)
+		}}
 
 	port := freePort(t)
 	data := n.Path(`C:\hostdata\web`)
@@ -63,7 +64,7 @@ func criPod(t *testing.T, sandboxer string) {
 	if err := os.WriteFile(filepath.Join(data, "node.txt"), []byte("the node's data"), 0o644); err != nil {
 		t.Fatal(err)
 	}
-	app := criCreatePod(t, n, id, pod, "app", map[string]any{
+	app := run.create("app", map[string]any{
 		"envs":        []map[string]string{{"key": "GREETING", "value": "from CRI"}},
 		"mounts":      []map[string]any{{"container_path": `C:\data`, "host_path": `C:\hostdata\web`, "readonly": true}},
 		"working_dir": `C:\work`,
@@ -95,59 +96,20 @@ func criPod(t *testing.T, sandboxer string) {
 	if _, _, err := n.Crictl("exec", "-s", app, `C:\winproc-testapp.exe`, "exit", "3"); err == nil {
 		t.Error("exec exiting 3 succeeded")
 	}
-	payload := strings.Repeat("through containerd.exe's exec\n", 2000)
-	if out, errOut, err := n.CrictlStdin(strings.NewReader(payload), "exec", "-i", app, `C:\winproc-testapp.exe`, "echo"); err != nil || out != payload {
-		t.Errorf("exec -i echo: %v; %d of %d bytes back\n%s", err, len(out), len(payload), errOut)
-	}
-
 	// port-forward, containerd 2.x's way: containerd.exe dials the pod's
 	// IP, the test CNI plugin's.
-	local := freePort(t)
-	stopForward := n.Background(InstallDir+`\crictl.exe`, "--runtime-endpoint", CRIEndpoint, "port-forward", id, fmt.Sprintf("%d:%d", local, port))
-	waitFor(t, "the forwarded port's answer", func() bool {
-		body, err := httpGet(fmt.Sprintf("http://127.0.0.1:%d/healthz", local))
-		return err == nil && body != ""
-	})
-	stopForward()
-
-	echo := criCreatePod(t, n, id, pod, "echo", map[string]any{"stdin": true, "stdin_once": true}, `C:\winproc-testapp.exe`, "echo")
-	criRun(t, n, "start", echo)
-	if out, errOut, err := n.CrictlStdin(strings.NewReader(payload), "attach", "-i", echo); err != nil || out != payload {
-		t.Errorf("attach -i: %v; %d of %d bytes back\n%s", err, len(out), len(payload), errOut)
-	}
-	if code := exitCode(t, n, echo); code != 0 {
-		t.Errorf("the attached container exited %d", code)
-	}
-	criRun(t, n, "rm", echo)
+	run.forward(port)
+	run.streams(app)
 
 	checkContainerStats(t, n, app)
-	// As for a HostProcess pod: containerd.exe's getSandboxPidCount leaves
-	// a shim-mode pod out (docs/cri-sandbox-modes.md).
-	statsp := criRun(t, n, "statsp", "-o", "json", "--id", id)
-	if listed := strings.Contains(statsp, id); listed != (sandboxer == "podsandbox") {
-		t.Errorf("crictl statsp in %s mode lists the pod: %v\n%s", sandboxer, listed, statsp)
-	}
+	run.podStats(sandboxer)
 	criRun(t, n, "update", "--memory", "268435456", app)
 
-	start := time.Now()
-	criRun(t, n, "stop", "--timeout", "30", app)
-	if d := time.Since(start); d > 20*time.Second {
-		t.Errorf("the graceful stop took %v", d)
-	}
-	if code := exitCode(t, n, app); code != 0 {
-		t.Errorf("the app stopped with %d, want 0 from its own handler", code)
-	}
+	run.stopGracefully(app)
 	if !strings.Contains(readLog(logs, "app"), "GET /healthz") {
 		t.Errorf("the app's log has no forwarded request:\n%s", readLog(logs, "app"))
 	}
-	stubborn := criCreatePod(t, n, id, pod, "stubborn", nil, `C:\winproc-testapp.exe`, "sleep", "-seconds", "0", "-ignore-events")
-	criRun(t, n, "start", stubborn)
-	waitFor(t, "the stubborn container's log", func() bool { return strings.Contains(readLog(logs, "stubborn"), "ready") })
-	start = time.Now()
-	criRun(t, n, "stop", "--timeout", "2", stubborn)
-	if d := time.Since(start); d < 2*time.Second {
-		t.Errorf("the container that ignores the event stopped after %v, before its deadline", d)
-	}
+	stubborn := run.stopAtDeadline()
 	criRun(t, n, "rm", app, stubborn)
 	criRun(t, n, "stopp", id)
 	criRun(t, n, "rmp", id)
@@ -160,16 +122,12 @@ func criPod(t *testing.T, sandboxer string) {
 // criCreatePod creates a process-isolated container name in pod.
 func criCreatePod(t *testing.T, n *Node, pod, podConfig, name string, extra map[string]any, command ...string) string {
 	t.Helper()
-	cfg := map[string]any{
+	return criCreateContainer(t, n, pod, podConfig, map[string]any{
 		"metadata": map[string]any{"name": name},
 		"image":    map[string]any{"image": appImage},
 		"command":  command,
 		"log_path": name + ".log",
-	}
-	for k, v := range extra {
-		cfg[k] = v
-	}
-	return criRun(t, n, "create", pod, criJSON(t, name+".json", cfg), podConfig)
+	}, extra)
 }
 
 // checkContainerStats checks that crictl stats gives container c's
