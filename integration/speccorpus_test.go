@@ -53,35 +53,18 @@ func TestWriteSpecCorpus(t *testing.T) {
 		for linux, win := range hostDirs {
 			s = strings.ReplaceAll(s, linux, strings.ReplaceAll(win, `\`, `\\`))
 		}
-		var v map[string]any
-		if err := json.Unmarshal([]byte(s), &v); err != nil {
-			t.Fatalf("%s: %v", name, err)
-		}
-		if w, ok := v["windows"].(map[string]any); ok {
-			if nw, ok := w["network"].(map[string]any); ok && nw["networkNamespace"] != nil {
-				nw["networkNamespace"] = "5d4c2b3a-1f0e-4d9c-8b7a-6e5f4d3c2b1a"
-			}
-		}
-		b, err := json.MarshalIndent(v, "", "  ")
-		if err != nil {
-			t.Fatal(err)
-		}
-		if err := os.WriteFile(filepath.Join(dir, name+".json"), append(b, '\n'), 0o644); err != nil {
+		if err := node.WriteCorpusSpec(dir, name, s); err != nil {
 			t.Fatal(err)
 		}
 		written = append(written, name)
 	}
 	runtimeSpec := func(verb, id string) json.RawMessage {
-		var v struct {
-			Info struct {
-				RuntimeSpec json.RawMessage `json:"runtimeSpec"`
-			} `json:"info"`
+		out := crictl(t, n, verb, "-o", "json", id)
+		spec, err := node.RuntimeSpec([]byte(out[strings.Index(out, "{"):]))
+		if err != nil {
+			t.Fatalf("crictl %s %s: %v", verb, id, err)
 		}
-		crictlJSON(t, n, &v, verb, "-o", "json", id)
-		if len(v.Info.RuntimeSpec) == 0 {
-			t.Fatalf("crictl %s %s shows no runtime spec", verb, id)
-		}
-		return v.Info.RuntimeSpec
+		return spec
 	}
 
 	ctrs := node.CorpusContainers(hostDir, testApp)
@@ -96,7 +79,7 @@ func TestWriteSpecCorpus(t *testing.T) {
 		// Every container in the plain pod; the app and a third of the
 		// others in each other pod.
 		for i, c := range ctrs {
-			if pi > 0 && c.Name != "app" && i%3 != pi%3 {
+			if !node.CorpusIncludes(pi, i, c.Name) {
 				continue
 			}
 			name := fmt.Sprintf("%s-%s", p.Name, c.Name)

@@ -2,6 +2,14 @@
 
 package node
 
+import (
+	"encoding/json"
+	"errors"
+	"fmt"
+	"os"
+	"path/filepath"
+)
+
 // CorpusPod is a pod of the differential corpus: its name and what it adds
 // to a plain pod's CRI config.
 type CorpusPod struct {
@@ -108,4 +116,52 @@ func CorpusContainers(hostDir func(name string) string, app string) []CorpusCont
 			return map[string]any{"devices": []map[string]any{{"host_path": "class/5B45201D-F2F2-4F3B-85BB-30FF1F953599", "container_path": "", "permissions": ""}}}
 		}},
 	}
+}
+
+// CorpusIncludes reports whether corpus container ctr (named name) is made
+// in corpus pod pod: every container in the first pod; the app and a third
+// of the others in each other pod.
+func CorpusIncludes(pod, ctr int, name string) bool {
+	return pod == 0 || name == "app" || ctr%3 == pod%3
+}
+
+// RuntimeSpec is the OCI spec in `crictl inspect -o json` or `crictl
+// inspectp -o json` output.
+func RuntimeSpec(inspect []byte) (json.RawMessage, error) {
+	var v struct {
+		Info struct {
+			RuntimeSpec json.RawMessage `json:"runtimeSpec"`
+		} `json:"info"`
+	}
+	if err := json.Unmarshal(inspect, &v); err != nil {
+		return nil, err
+	}
+	if len(v.Info.RuntimeSpec) == 0 {
+		return nil, errors.New("no runtime spec")
+	}
+	return v.Info.RuntimeSpec, nil
+}
+
+// corpusNamespace stands for a pod's network namespace in the corpus: the
+// node's (a Linux netns path, or the HCN stand-in's GUID) varies by run.
+const corpusNamespace = "5d4c2b3a-1f0e-4d9c-8b7a-6e5f4d3c2b1a"
+
+// WriteCorpusSpec writes spec, its host paths already rewritten by the
+// caller, to dir/name.json, indented, with the network namespace
+// corpusNamespace.
+func WriteCorpusSpec(dir, name, spec string) error {
+	var v map[string]any
+	if err := json.Unmarshal([]byte(spec), &v); err != nil {
+		return fmt.Errorf("%s: %w", name, err)
+	}
+	if w, ok := v["windows"].(map[string]any); ok {
+		if nw, ok := w["network"].(map[string]any); ok && nw["networkNamespace"] != nil {
+			nw["networkNamespace"] = corpusNamespace
+		}
+	}
+	b, err := json.MarshalIndent(v, "", "  ")
+	if err != nil {
+		return err
+	}
+	return os.WriteFile(filepath.Join(dir, name+".json"), append(b, '\n'), 0o644)
 }
