@@ -198,21 +198,7 @@ func TestFaultUnknownStateRemoved(t *testing.T) {
 	}
 
 	// containerd's delete of the task, once HCS answers again.
-	sys, err := f.b.Open(context.Background(), "ctr")
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := sys.Terminate(context.Background()); err != nil {
-		t.Fatal(err)
-	}
-	within(t, sys.Wait(), "the stop")
-	if err := sys.Close(); err != nil {
-		t.Fatal(err)
-	}
-	f.settled(t)
-	if rec, _ := f.b.records.read("ctr"); rec != nil {
-		t.Errorf("record left: %+v", rec)
-	}
+	f.deleteAfterShim(t)
 }
 
 // The delete of a system HCS no longer finds (HCS_E_SYSTEM_NOT_FOUND)
@@ -244,21 +230,7 @@ func TestFaultDelete(t *testing.T) {
 		clear()
 		f.p.Close()
 		f.sys.Close() // the shim died: its handle went with it
-		sys, err := f.b.Open(context.Background(), "ctr")
-		if err != nil {
-			t.Fatal(err)
-		}
-		if err := sys.Terminate(context.Background()); err != nil {
-			t.Fatal(err)
-		}
-		within(t, sys.Wait(), "the stop")
-		if err := sys.Close(); err != nil {
-			t.Fatal(err)
-		}
-		f.settled(t)
-		if rec, _ := f.b.records.read("ctr"); rec != nil {
-			t.Errorf("record left: %+v", rec)
-		}
+		f.deleteAfterShim(t)
 	})
 }
 

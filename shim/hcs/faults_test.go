@@ -67,6 +67,28 @@ func (f *faultPod) remove(t *testing.T) {
 	}
 }
 
+// deleteAfterShim deletes the pod's system as the shim's delete does
+// after the serving shim died: open, terminate, wait, close; then checks
+// that nothing is left.
+func (f *faultPod) deleteAfterShim(t *testing.T) {
+	t.Helper()
+	sys, err := f.b.Open(context.Background(), "ctr")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := sys.Terminate(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	within(t, sys.Wait(), "the stop")
+	if err := sys.Close(); err != nil {
+		t.Fatal(err)
+	}
+	f.settled(t)
+	if rec, _ := f.b.records.read("ctr"); rec != nil {
+		t.Errorf("record left: %+v", rec)
+	}
+}
+
 func (f *faultPod) settled(t *testing.T) {
 	t.Helper()
 	settled(t, f.b, f.a)
