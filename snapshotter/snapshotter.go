@@ -6,7 +6,9 @@
 //
 //	metadata.db          bolt metadata (containerd's core/snapshots/storage)
 //	snapshots/<id>/      one directory per snapshot, named by its numeric id
-//	snapshots/rm-<id>/   a removed snapshot not yet destroyed
+//	snapshots/rm-<id>/   a removed snapshot not yet destroyed (or, when the
+//	                     rename was refused, snapshots/<id>/ with no
+//	                     metadata)
 //
 // An unpack snapshot (key with "extract-") is an empty directory the differ
 // fills. A parentless active or view snapshot gets Files\ (a new base layer).
