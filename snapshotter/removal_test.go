@@ -21,6 +21,10 @@ var (
 	inUse  = fmt.Errorf("the process cannot access the file because it is being used by another process: %w", errLayerInUse)
 )
 
+// layerRootEnv names the snapshotter root TestLayerDriverUnderWine (Linux)
+// prepares for TestLayerDriverFaults (Windows, under Wine).
+const layerRootEnv = "WINPROC_LAYER_ROOT"
+
 // testSweep sweeps soon enough for a test, but not before the test has
 // looked at what Remove left.
 var testSweep = sweepTimes{first: 200 * time.Millisecond, max: 400 * time.Millisecond}
