@@ -296,3 +296,36 @@ func TestPrepareCommitLayerFaults(t *testing.T) {
 		})
 	}
 }
+
+// stop ends the sweep; a sweep in a layer call that does not return keeps
+// stop waiting only its bound.
+func TestSweepStop(t *testing.T) {
+	for _, hangs := range []bool{false, true} {
+		t.Run(fmt.Sprintf("hangs=%v", hangs), func(t *testing.T) {
+			release := make(chan struct{})
+			t.Cleanup(func() { close(release) })
+			entered := make(chan struct{})
+			sweep := func(ctx context.Context) error {
+				close(entered)
+				if hangs {
+					<-release
+				} else {
+					<-ctx.Done()
+				}
+				return ctx.Err()
+			}
+			w := startSweep(context.Background(), sweep, sweepTimes{first: time.Millisecond, max: time.Millisecond}, true)
+			w.closeWait = 300 * time.Millisecond
+			<-entered
+			start := time.Now()
+			err := w.stop()
+			took := time.Since(start)
+			if hangs && (err == nil || took < w.closeWait) {
+				t.Errorf("stop with a hanging sweep: %v after %v, want an error after %v", err, took, w.closeWait)
+			}
+			if !hangs && (err != nil || took >= w.closeWait) {
+				t.Errorf("stop: %v after %v, want the sweep ended at once", err, took)
+			}
+		})
+	}
+}

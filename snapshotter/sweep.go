@@ -25,18 +25,20 @@ const (
 type sweepTimes struct{ first, max time.Duration }
 
 type sweeper struct {
-	sweep  func(context.Context) error
-	every  sweepTimes
-	wakec  chan struct{}
-	cancel context.CancelFunc
-	done   chan struct{}
+	sweep func(context.Context) error
+	every sweepTimes
+	wakec chan struct{}
+	// closeWait bounds stop's wait (sweepCloseWait).
+	closeWait time.Duration
+	cancel    context.CancelFunc
+	done      chan struct{}
 }
 
 // startSweep starts the sweep; pending says an earlier sweep (the one at
 // start) left something.
 func startSweep(ctx context.Context, sweep func(context.Context) error, every sweepTimes, pending bool) *sweeper {
 	ctx, cancel := context.WithCancel(context.WithoutCancel(ctx))
-	w := &sweeper{sweep: sweep, every: every, wakec: make(chan struct{}, 1), cancel: cancel, done: make(chan struct{})}
+	w := &sweeper{sweep: sweep, every: every, wakec: make(chan struct{}, 1), closeWait: sweepCloseWait, cancel: cancel, done: make(chan struct{})}
 	go w.run(ctx, pending)
 	return w
 }
@@ -81,14 +83,13 @@ func (w *sweeper) run(ctx context.Context, pending bool) {
 	}
 }
 
-// stop ends the sweep, waiting for a sweep under way at most
-// sweepCloseWait.
+// stop ends the sweep, waiting for a sweep under way at most closeWait.
 func (w *sweeper) stop() error {
 	w.cancel()
 	select {
 	case <-w.done:
 		return nil
-	case <-time.After(sweepCloseWait):
-		return fmt.Errorf("the snapshot sweep did not end within %s: a layer call is hanging", sweepCloseWait)
+	case <-time.After(w.closeWait):
+		return fmt.Errorf("the snapshot sweep did not end within %s: a layer call is hanging", w.closeWait)
 	}
 }
