@@ -49,6 +49,28 @@ func canChattr(t *testing.T, dir string) {
 	os.Remove(probe)
 }
 
+// mountInLayer mounts a tmpfs holding a file inside the layer dir; its
+// undoing checks the file is still there and unmounts it.
+func mountInLayer(t *testing.T, dir string) (undo func(dir string) error) {
+	rel := filepath.Join(layermount.ScratchUpper, "mnt")
+	if err := os.Mkdir(filepath.Join(dir, rel), 0o700); err != nil {
+		t.Fatal(err)
+	}
+	if err := unix.Mount("tmpfs", filepath.Join(dir, rel), "tmpfs", 0, "size=1m"); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(filepath.Join(dir, rel, "kept"), []byte("x"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	return func(dir string) error {
+		p := filepath.Join(dir, rel)
+		if _, err := os.Stat(filepath.Join(p, "kept")); err != nil {
+			t.Errorf("the destroy deleted what the mount in the layer shows: %v", err)
+		}
+		return unix.Unmount(p, unix.MNT_DETACH)
+	}
+}
+
 // The emulation's layer driver under real faults: a layer directory or a
 // file in one made immutable (EPERM: access denied), and a file system
 // mounted inside a layer (in use). Remove succeeds at once, nothing the
@@ -88,29 +110,7 @@ func TestRemoveUnderLinuxLayerFaults(t *testing.T) {
 			},
 			left: "rm-2",
 		},
-		{
-			name: "mount in a layer",
-			fault: func(t *testing.T, dir string) func(string) error {
-				rel := filepath.Join(layermount.ScratchUpper, "mnt")
-				if err := os.Mkdir(filepath.Join(dir, rel), 0o700); err != nil {
-					t.Fatal(err)
-				}
-				if err := unix.Mount("tmpfs", filepath.Join(dir, rel), "tmpfs", 0, "size=1m"); err != nil {
-					t.Fatal(err)
-				}
-				if err := os.WriteFile(filepath.Join(dir, rel, "kept"), []byte("x"), 0o600); err != nil {
-					t.Fatal(err)
-				}
-				return func(dir string) error {
-					p := filepath.Join(dir, rel)
-					if _, err := os.Stat(filepath.Join(p, "kept")); err != nil {
-						t.Errorf("the destroy deleted what the mount in the layer shows: %v", err)
-					}
-					return unix.Unmount(p, unix.MNT_DETACH)
-				}
-			},
-			left: "rm-2",
-		},
+		{name: "mount in a layer", fault: mountInLayer, left: "rm-2"},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
@@ -127,10 +127,11 @@ func TestRemoveUnderLinuxLayerFaults(t *testing.T) {
 			undo := tc.fault(t, dir)
 			left := filepath.Join(root, "snapshots", tc.left)
 			undone := false
-			// Undone even when the test fails, or t.TempDir cannot go.
+			// Undone even when the test fails, or t.TempDir cannot go:
+			// under the name the layer has then.
 			t.Cleanup(func() {
-				if !undone {
-					undo(left)
+				if !undone && undo(left) != nil {
+					undo(dir)
 				}
 			})
 
