@@ -4,9 +4,13 @@ package snapshotter
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"os"
 	"path/filepath"
+
+	"github.com/moby/sys/mountinfo"
+	"golang.org/x/sys/unix"
 
 	"github.com/winproc/winproc/snapshotter/layermount"
 )
@@ -42,8 +46,27 @@ func commitLayer(ctx context.Context, dir string, parents []string) error {
 	return nil
 }
 
+// destroyLayer removes dir unless something is mounted inside it: removing
+// would delete what the mount shows (a host directory bound in), so the
+// layer is in use until it is unmounted.
 func destroyLayer(ctx context.Context, dir string) error {
+	mounts, err := mountinfo.GetMounts(mountinfo.PrefixFilter(dir))
+	if err != nil {
+		return fmt.Errorf("list mounts in %s: %w", dir, err)
+	}
+	if len(mounts) > 0 {
+		return fmt.Errorf("destroy %s: %s is mounted on it: %w", dir, mounts[0].Mountpoint, unix.EBUSY)
+	}
 	return os.RemoveAll(dir)
+}
+
+// layerErr marks a busy layer (a mount in it) as in use; a refused access
+// (EPERM, EACCES: an immutable file) is os.ErrPermission already.
+func layerErr(err error) error {
+	if errors.Is(err, unix.EBUSY) {
+		return fmt.Errorf("%w: %w", errLayerInUse, err)
+	}
+	return err
 }
 
 // deactivateLayer has nothing to release: the emulation mounts a

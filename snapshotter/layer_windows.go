@@ -4,6 +4,7 @@ package snapshotter
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"io"
 	"os"
@@ -12,6 +13,7 @@ import (
 	"github.com/Microsoft/go-winio"
 	"github.com/Microsoft/hcsshim"
 	"github.com/Microsoft/hcsshim/pkg/ociwclayer"
+	"golang.org/x/sys/windows"
 
 	"github.com/winproc/winproc/snapshotter/layermount"
 )
@@ -89,9 +91,10 @@ func commitLayer(ctx context.Context, dir string, parents []string) error {
 	return err
 }
 
-// destroyLayer destroys a layer already renamed to rm-<id>; a layer is
-// activated under its original path, so the caller deactivates it there,
-// before the rename.
+// destroyLayer destroys a layer, renamed to rm-<id> or, when the rename was
+// refused, under its own name. A layer is activated under its original
+// path, so the caller deactivates it there before the rename; a destroy
+// refused as in use deactivates it under the path it has.
 func destroyLayer(ctx context.Context, dir string) error {
 	info, id := driverInfo(dir)
 	return hcsshim.DestroyLayer(info, id)
@@ -101,3 +104,28 @@ func deactivateLayer(ctx context.Context, dir string) error {
 	info, id := driverInfo(dir)
 	return hcsshim.DeactivateLayer(info, id)
 }
+
+// layerErr classes the layer driver's errors: a layer activated, or a file
+// of it open (ERROR_SHARING_VIOLATION 0x80070020, ERROR_BUSY,
+// ERROR_LOCK_VIOLATION), is in use; ERROR_ACCESS_DENIED (0x80070005) is
+// os.ErrPermission. hcsshim's HcsError does not unwrap its Errno, so it is
+// taken out here.
+func layerErr(err error) error {
+	if err == nil {
+		return nil
+	}
+	var herr *hcsshim.HcsError
+	if errors.As(err, &herr) {
+		err = unwrappedHcsError{herr}
+	}
+	for _, e := range []error{windows.ERROR_SHARING_VIOLATION, windows.ERROR_BUSY, windows.ERROR_LOCK_VIOLATION} {
+		if errors.Is(err, e) {
+			return fmt.Errorf("%w: %w", errLayerInUse, err)
+		}
+	}
+	return err
+}
+
+type unwrappedHcsError struct{ *hcsshim.HcsError }
+
+func (e unwrappedHcsError) Unwrap() error { return e.Err }

@@ -7,9 +7,9 @@ import (
 	"os"
 	"path/filepath"
 	"reflect"
-	"strings"
 	"sync"
 	"testing"
+	"time"
 
 	"github.com/containerd/errdefs"
 )
@@ -66,7 +66,26 @@ func (f *fakeLayers) ops() layerOps {
 			}
 			return os.RemoveAll(dir)
 		},
+		scratch: func(ctx context.Context, dir string, parents []string, size uint64) error {
+			if err := f.call("scratch " + f.rel(dir)); err != nil {
+				return err
+			}
+			return createScratch(ctx, dir, parents, size)
+		},
+		commit: func(ctx context.Context, dir string, parents []string) error {
+			if err := f.call("commit " + f.rel(dir)); err != nil {
+				return err
+			}
+			return commitLayer(ctx, dir, parents)
+		},
 	}
+}
+
+// reset forgets the calls so far and fails the calls of fail from now on.
+func (f *fakeLayers) reset(fail map[string][]error) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	f.calls, f.fail = nil, fail
 }
 
 func (f *fakeLayers) callList() []string {
@@ -75,9 +94,16 @@ func (f *fakeLayers) callList() []string {
 	return append([]string(nil), f.calls...)
 }
 
+// openFake opens the snapshotter over the fake; its sweep waits an hour, so
+// only the tests of the sweep see it run (openSweeping).
 func openFake(t *testing.T, root string, f *fakeLayers) *Snapshotter {
 	t.Helper()
-	s, err := open(context.Background(), root, f.ops())
+	return openWith(t, root, f, sweepTimes{time.Hour, time.Hour})
+}
+
+func openWith(t *testing.T, root string, f *fakeLayers, every sweepTimes) *Snapshotter {
+	t.Helper()
+	s, err := open(context.Background(), root, f.ops(), every)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -127,93 +153,6 @@ func TestCleanupDeactivatesLeftoverBeforeRename(t *testing.T) {
 	want := []string{"deactivate 42", "rename 42 rm-42", "destroy rm-42", "destroy rm-7"}
 	if got := f.callList(); !reflect.DeepEqual(got, want) {
 		t.Errorf("calls %q, want %q", got, want)
-	}
-}
-
-// Remove follows containerd's windows snapshotter (plugins/snapshots/windows
-// common.go, preRemove and wcowSnapshotter.Remove): a rename refused with
-// an access error (a scratch still activated after a crash) deactivates the
-// layer under its own path and retries; a failure is FailedPrecondition, so
-// containerd's garbage collector goes on with the other snapshots.
-func TestRemoveRename(t *testing.T) {
-	denied := os.ErrPermission
-	tests := []struct {
-		name      string
-		fail      map[string][]error
-		wantCalls []string
-		wantErr   bool
-	}{
-		{
-			name:      "renamed",
-			wantCalls: []string{"rename 2 rm-2", "destroy rm-2"},
-		},
-		{
-			name:      "access denied, deactivated, renamed",
-			fail:      map[string][]error{"rename 2 rm-2": {denied, nil}},
-			wantCalls: []string{"rename 2 rm-2", "deactivate 2", "rename 2 rm-2", "destroy rm-2"},
-		},
-		{
-			name:      "access denied after deactivation",
-			fail:      map[string][]error{"rename 2 rm-2": {denied, denied}},
-			wantCalls: []string{"rename 2 rm-2", "deactivate 2", "rename 2 rm-2"},
-			wantErr:   true,
-		},
-		{
-			name:      "deactivation fails",
-			fail:      map[string][]error{"rename 2 rm-2": {denied}, "deactivate 2": {errors.New("the device is not ready")}},
-			wantCalls: []string{"rename 2 rm-2", "deactivate 2"},
-			wantErr:   true,
-		},
-		{
-			name:      "other rename error",
-			fail:      map[string][]error{"rename 2 rm-2": {errors.New("the network name is no longer available")}},
-			wantCalls: []string{"rename 2 rm-2"},
-			wantErr:   true,
-		},
-		{
-			name:      "destroy fails after the rename",
-			fail:      map[string][]error{"destroy rm-2": {errors.New("in use")}},
-			wantCalls: []string{"rename 2 rm-2", "destroy rm-2"},
-		},
-	}
-	for _, tc := range tests {
-		t.Run(tc.name, func(t *testing.T) {
-			root := t.TempDir()
-			f := &fakeLayers{root: root}
-			s := openFake(t, root, f)
-			ctx := context.Background()
-			unpackLayer(t, ctx, s, "base", "", "a")
-			must(s.Prepare(ctx, "scratch", "base"))
-			f.calls, f.fail = nil, tc.fail
-
-			err := s.Remove(ctx, "scratch")
-			if got := f.callList(); !reflect.DeepEqual(got, tc.wantCalls) {
-				t.Errorf("calls %q, want %q", got, tc.wantCalls)
-			}
-			if !tc.wantErr {
-				if err != nil {
-					t.Fatalf("Remove: %v", err)
-				}
-				if _, err := s.Stat(ctx, "scratch"); !errdefs.IsNotFound(err) {
-					t.Errorf("Stat after Remove: %v, want NotFound", err)
-				}
-				return
-			}
-			if !errdefs.IsFailedPrecondition(err) {
-				t.Fatalf("Remove: %v, want FailedPrecondition", err)
-			}
-			if !strings.Contains(err.Error(), "scratch") {
-				t.Errorf("error %q does not name the snapshot", err)
-			}
-			// Nothing changed: the snapshot is still there, in metadata
-			// and on disk, for the next attempt.
-			if _, err := s.Stat(ctx, "scratch"); err != nil {
-				t.Errorf("Stat after a failed Remove: %v", err)
-			}
-			if got := entries(t, filepath.Join(root, "snapshots")); !reflect.DeepEqual(got, []string{"1", "2"}) {
-				t.Errorf("snapshots/ holds %v after a failed Remove, want [1 2]", got)
-			}
-		})
 	}
 }
 

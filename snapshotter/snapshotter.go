@@ -6,7 +6,9 @@
 //
 //	metadata.db          bolt metadata (containerd's core/snapshots/storage)
 //	snapshots/<id>/      one directory per snapshot, named by its numeric id
-//	snapshots/rm-<id>/   a removed snapshot not yet destroyed
+//	snapshots/rm-<id>/   a removed snapshot not yet destroyed (or, when the
+//	                     rename was refused, snapshots/<id>/ with no
+//	                     metadata)
 //
 // An unpack snapshot (key with "extract-") is an empty directory the differ
 // fills. A parentless active or view snapshot gets Files\ (a new base layer).
@@ -24,8 +26,10 @@
 //
 // The platform-specific work (HCS layer calls on Windows, plain directories
 // in the emulation) lives behind four functions in layer_*.go (createScratch,
-// commitLayer, destroyLayer, deactivateLayer) and one constant
-// (layersNeedParents); everything else here is shared and tested on Linux.
+// commitLayer, destroyLayer, deactivateLayer), the classing of their errors
+// (layerErr) and one constant (layersNeedParents); everything else here is
+// shared and tested on Linux. A layer the driver refuses is removed later
+// (removal.go, sweep.go).
 package snapshotter
 
 import (
@@ -36,6 +40,7 @@ import (
 	"path/filepath"
 	"strconv"
 	"strings"
+	"sync"
 	"time"
 
 	"github.com/containerd/containerd/v2/core/mount"
@@ -69,22 +74,42 @@ type Snapshotter struct {
 	// idleWait bounds the wait for another pull's extraction that shows no
 	// sign of life (defaultIdleWait).
 	idleWait time.Duration
+	sweep    *sweeper
+	// cleaning is held by the Cleanup under way: the sweep's or
+	// containerd's, never both.
+	cleaning sync.Mutex
 }
 
 // layerOps are the file-system and layer-driver calls whose failures decide
-// how Remove and Cleanup proceed, and whether the layer driver imports a
-// layer only with its parents; tests replace them.
+// how Prepare, Commit, Remove and Cleanup proceed (their errors classed by
+// layerErr, layer_*.go), and whether the layer driver imports a layer only
+// with its parents; tests replace them.
 type layerOps struct {
 	rename     func(oldpath, newpath string) error
 	deactivate func(ctx context.Context, dir string) error
 	destroy    func(ctx context.Context, dir string) error
+	scratch    func(ctx context.Context, dir string, parents []string, size uint64) error
+	commit     func(ctx context.Context, dir string, parents []string) error
 	// needParents: a layer cannot be imported without its parents, so an
 	// unpack snapshot cannot be given its parent at commit (see
 	// errParallelUnpack).
 	needParents bool
 }
 
-var platformLayers = layerOps{rename: os.Rename, deactivate: deactivateLayer, destroy: destroyLayer, needParents: layersNeedParents}
+var platformLayers = layerOps{
+	rename: func(oldpath, newpath string) error { return layerErr(os.Rename(oldpath, newpath)) },
+	deactivate: func(ctx context.Context, dir string) error {
+		return layerErr(deactivateLayer(ctx, dir))
+	},
+	destroy: func(ctx context.Context, dir string) error { return layerErr(destroyLayer(ctx, dir)) },
+	scratch: func(ctx context.Context, dir string, parents []string, size uint64) error {
+		return layerErr(createScratch(ctx, dir, parents, size))
+	},
+	commit: func(ctx context.Context, dir string, parents []string) error {
+		return layerErr(commitLayer(ctx, dir, parents))
+	},
+	needParents: layersNeedParents,
+}
 
 // errParallelUnpack refuses a layer prepared without its parent, to be
 // given it at commit (containerd's parallel unpack), where the layer driver
@@ -96,15 +121,16 @@ var (
 	_ snapshots.Cleaner     = (*Snapshotter)(nil)
 )
 
-// New opens (or creates) the snapshotter at root and destroys what an earlier
-// run left half removed. A leftover that cannot be destroyed is logged and
-// left for a later Cleanup: containerd's windows snapshotter does no cleanup
-// at start at all, and every pull and pod on the node needs this service.
+// New opens (or creates) the snapshotter at root, destroys what an earlier
+// run left half removed and starts the sweep (sweep.go). A leftover that
+// cannot be destroyed is logged and left to the sweep: containerd's windows
+// snapshotter does no cleanup at start at all, and every pull and pod on the
+// node needs this service. Close stops the sweep.
 func New(ctx context.Context, root string) (*Snapshotter, error) {
-	return open(ctx, root, platformLayers)
+	return open(ctx, root, platformLayers, sweepTimes{sweepFirst, sweepMax})
 }
 
-func open(ctx context.Context, root string, layers layerOps) (*Snapshotter, error) {
+func open(ctx context.Context, root string, layers layerOps, every sweepTimes) (*Snapshotter, error) {
 	// For Administrators and SYSTEM only, as containerd's windows
 	// snapshotter makes its root: the layers of every image on the node.
 	if err := sys.MkdirAllWithACL(layermount.SnapshotsDir(root), 0o700); err != nil {
@@ -115,9 +141,11 @@ func open(ctx context.Context, root string, layers layerOps) (*Snapshotter, erro
 		return nil, fmt.Errorf("open snapshot metadata in %s: %w", root, err)
 	}
 	s := &Snapshotter{root: root, ms: ms, layers: layers, extracting: newExtractions(), idleWait: defaultIdleWait}
-	if err := s.Cleanup(ctx); err != nil {
-		log.G(ctx).WithError(err).WithField("root", root).Warn("leftover snapshot directories stay until the next cleanup (containerd's garbage collection runs one)")
+	err = s.Cleanup(ctx)
+	if err != nil {
+		log.G(ctx).WithError(err).WithField("root", root).Warn("leftover snapshot directories stay until the sweep can destroy them")
 	}
+	s.sweep = startSweep(ctx, s.Cleanup, every, err != nil)
 	return s, nil
 }
 
@@ -278,8 +306,8 @@ func (s *Snapshotter) createSnapshot(ctx context.Context, kind snapshots.Kind, k
 		if err != nil {
 			return err
 		}
-		if err := createScratch(ctx, dir, s.dirs(sn.ParentIDs), size); err != nil {
-			return fmt.Errorf("create scratch for snapshot %s: %w", key, err)
+		if err := s.layers.scratch(ctx, dir, s.dirs(sn.ParentIDs), size); err != nil {
+			return classed("create scratch for snapshot "+key, dir, err)
 		}
 		return nil
 	})
@@ -335,8 +363,8 @@ func (s *Snapshotter) Commit(ctx context.Context, name, key string, opts ...snap
 		// A layer the differ imported is final already; a base layer or a
 		// scratch written in place must be turned into a read-only layer.
 		if !isUnpack(key) {
-			if err := commitLayer(ctx, dir, s.dirs(sn.ParentIDs)); err != nil {
-				return fmt.Errorf("commit snapshot %s: %w", key, err)
+			if err := s.layers.commit(ctx, dir, s.dirs(sn.ParentIDs)); err != nil {
+				return classed("commit snapshot "+key, dir, err)
 			}
 		}
 		usage, err := fs.DiskUsage(ctx, dir)
@@ -356,38 +384,41 @@ func (s *Snapshotter) Commit(ctx context.Context, name, key string, opts ...snap
 
 // Remove deletes the snapshot key. The directory is renamed to rm-<id>
 // inside the metadata transaction, so no half-deleted snapshot is ever
-// visible; it is destroyed after the transaction, and a failure there only
-// leaves an rm- directory that Cleanup destroys later.
+// visible, and destroyed after it.
 //
-// As containerd's windows snapshotter (plugins/snapshots/windows/common.go,
-// preRemove; windows.go, Remove): a rename refused with an access error
-// deactivates the layer (a scratch a crash left activated) and retries, and
-// a rename that still fails is FailedPrecondition, on which containerd's
-// garbage collector logs and goes on with the other snapshots.
+// A layer the driver refuses (access denied, still activated or mounted:
+// removal.go) does not fail the removal: after a deactivation and a retry,
+// as containerd's windows snapshotter does (plugins/snapshots/windows
+// common.go, preRemove), the snapshot leaves the metadata and the sweep
+// destroys its directory, renamed or not, once released. A rename failing
+// otherwise is FailedPrecondition, on which containerd's garbage collector
+// logs and goes on with the other snapshots.
 func (s *Snapshotter) Remove(ctx context.Context, key string) error {
-	var dir, removed string
+	var dir, doomed string
 	err := s.ms.WithTransaction(ctx, true, func(ctx context.Context) error {
 		id, _, err := storage.Remove(ctx, key)
 		if err != nil {
 			return fmt.Errorf("remove snapshot %s: %w", key, err)
 		}
-		dir, removed = s.dir(id), s.dir(removedPrefix+id)
-		if err := s.markRemoved(ctx, dir, removed); err != nil {
-			if errors.Is(err, os.ErrNotExist) {
-				removed = ""
-				return nil
-			}
-			return fmt.Errorf("remove snapshot %s: %w (the layer is in use or cannot be released; containerd retries at its next garbage collection): %w", key, err, errdefs.ErrFailedPrecondition)
+		dir = s.dir(id)
+		doomed, err = s.markRemoved(ctx, dir, s.dir(removedPrefix+id))
+		if errors.Is(err, os.ErrNotExist) {
+			doomed = ""
+			return nil
+		}
+		if err != nil {
+			doomed = ""
+			return fmt.Errorf("remove snapshot %s: %w (containerd retries at its next garbage collection): %w", key, err, errdefs.ErrFailedPrecondition)
 		}
 		return nil
 	})
 	if err != nil {
-		if removed != "" && dir != "" {
+		if doomed != "" && doomed != dir {
 			// The rename happened but the transaction did not commit: put
 			// the directory back so metadata and disk agree.
-			if _, statErr := os.Stat(removed); statErr == nil {
-				if rbErr := s.layers.rename(removed, dir); rbErr != nil {
-					log.G(ctx).WithError(rbErr).WithField("dir", removed).Error("restore directory after failed remove")
+			if _, statErr := os.Stat(doomed); statErr == nil {
+				if rbErr := s.layers.rename(doomed, dir); rbErr != nil {
+					log.G(ctx).WithError(rbErr).WithField("dir", doomed).Error("restore directory after failed remove")
 				}
 			}
 		}
@@ -395,26 +426,8 @@ func (s *Snapshotter) Remove(ctx context.Context, key string) error {
 	}
 	// Pulls waiting for an extraction into key unpack the layer themselves.
 	s.extracting.endKey(key, false)
-	if removed != "" {
-		if err := s.layers.destroy(ctx, removed); err != nil {
-			log.G(ctx).WithError(err).WithField("dir", removed).Warn("destroy removed snapshot; it will be retried at the next cleanup")
-		}
-	}
-	return nil
-}
-
-// markRemoved renames dir to removed; on an access error it deactivates the
-// layer under dir, where it was activated, and tries once more.
-func (s *Snapshotter) markRemoved(ctx context.Context, dir, removed string) error {
-	err := s.layers.rename(dir, removed)
-	if err == nil || !errors.Is(err, os.ErrPermission) {
-		return err
-	}
-	if derr := s.layers.deactivate(ctx, dir); derr != nil && !errors.Is(derr, os.ErrNotExist) {
-		return fmt.Errorf("deactivate layer %s after a refused rename: %w (rename: %v)", dir, derr, err)
-	}
-	if rerr := s.layers.rename(dir, removed); rerr != nil {
-		return fmt.Errorf("rename after deactivating the layer: %w (first rename: %v)", rerr, err)
+	if doomed != "" {
+		s.destroyOrDefer(ctx, doomed)
 	}
 	return nil
 }
@@ -424,8 +437,14 @@ func (s *Snapshotter) markRemoved(ctx context.Context, dir, removed string) erro
 // creation was cut short by a crash.
 //
 // The listing runs in a write transaction: snapshots are created inside write
-// transactions too, so none can be half made while Cleanup looks.
+// transactions too, so none can be half made while Cleanup looks. A Cleanup
+// called while another runs (the sweep's, containerd's) leaves the work to
+// that one.
 func (s *Snapshotter) Cleanup(ctx context.Context) error {
+	if !s.cleaning.TryLock() {
+		return nil
+	}
+	defer s.cleaning.Unlock()
 	var doomed []string
 	err := s.ms.WithTransaction(ctx, true, func(ctx context.Context) error {
 		known, err := storage.IDMap(ctx)
@@ -468,14 +487,15 @@ func (s *Snapshotter) Cleanup(ctx context.Context) error {
 	var errs []error
 	for _, dir := range doomed {
 		log.G(ctx).WithField("dir", dir).Info("destroying leftover snapshot directory")
-		if err := s.layers.destroy(ctx, dir); err != nil {
-			errs = append(errs, fmt.Errorf("destroy leftover %s: %w", dir, err))
+		if err := s.destroy(ctx, dir); err != nil {
+			errs = append(errs, fmt.Errorf("destroy leftover: %w", err))
 		}
 	}
 	return errors.Join(errs...)
 }
 
-// Close closes the metadata store.
+// Close stops the sweep and closes the metadata store. What the sweep had
+// not destroyed yet is destroyed at the next start.
 func (s *Snapshotter) Close() error {
-	return s.ms.Close()
+	return errors.Join(s.sweep.stop(), s.ms.Close())
 }

@@ -33,8 +33,6 @@ import (
 	"testing"
 	"time"
 
-	"golang.org/x/sys/unix"
-
 	"github.com/winproc/winproc/install"
 	"github.com/winproc/winproc/internal/procscan"
 	"github.com/winproc/winproc/internal/syncbuffer"
@@ -100,25 +98,7 @@ func Start(t testing.TB, bins Binaries) *Node { return StartWith(t, bins, Option
 // StartWith is Start with options.
 func StartWith(t testing.TB, bins Binaries, opts Options) *Node {
 	t.Helper()
-	template := winetest.Prefix(t)
-	dir := t.TempDir()
-	n := &Node{t: t, prefix: filepath.Join(dir, "prefix"), opts: opts}
-	upper, work := filepath.Join(dir, "upper"), filepath.Join(dir, "work")
-	for _, d := range []string{n.prefix, upper, work} {
-		if err := os.Mkdir(d, 0o755); err != nil {
-			t.Fatal(err)
-		}
-	}
-	// An overlay: the template is some 700 MB.
-	overlay := fmt.Sprintf("lowerdir=%s,upperdir=%s,workdir=%s", template, upper, work)
-	if err := unix.Mount("overlay", n.prefix, "overlay", 0, overlay); err != nil {
-		t.Fatalf("mount the node's prefix: %v", err)
-	}
-	t.Cleanup(func() {
-		if err := unix.Unmount(n.prefix, 0); err != nil {
-			t.Errorf("unmount the node's prefix: %v", err)
-		}
-	})
+	n := &Node{t: t, prefix: winetest.PrivatePrefix(t, winetest.Prefix(t)), opts: opts}
 	t.Cleanup(n.dumpLogsOnFailure)
 
 	n.install(bins)

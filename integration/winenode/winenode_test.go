@@ -168,10 +168,11 @@ func TestSnapshotterServesContainerd(t *testing.T) {
 	if keys := snapshotKeys(t, n, "default"); !slices.Equal(keys, []string{l.key}) {
 		t.Errorf("snapshots after rm: %q, want only %s", keys, l.key)
 	}
-	// Wine has no layer driver: the removed snapshots stay as rm-
-	// directories, for a later cleanup, and the service says so (its log
-	// arrives through Wine's console, a moment later).
-	n.waitLog(&n.snapshotterLog, "destroy removed snapshot; it will be retried at the next cleanup")
+	// Wine has no layer driver (this node has no stand-ins): the removed
+	// snapshots stay as rm- directories, for the snapshotter's sweep, and
+	// the service says so (its log arrives through Wine's console, a
+	// moment later).
+	n.waitLog(&n.snapshotterLog, "removed snapshot's directory is destroyed by the sweep once released")
 
 	archive := imageArchive(t, "example.com/app:1", HostBuild+".1")
 	out, err := n.Ctr("images", "import", "--snapshotter", "windowsfilter", WindowsPath(archive))

@@ -1,11 +1,20 @@
 /*
  * A stand-in for vmcompute.dll's layer functions, for the Windows node
- * under Wine (integration/winenode): what hcsshim's ActivateLayer,
+ * under Wine (integration/winenode) and the snapshotter's layer driver
+ * (snapshotter, TestLayerDriverUnderWine): what hcsshim's ActivateLayer,
  * PrepareLayer, GetLayerMountPath, UnprepareLayer, DeactivateLayer,
- * ExpandSandboxSize and NameToGuid call, with their signatures and their
- * contract as hcsshim relies on it: a layer is activated, then prepared
- * over its parents (nearest first), then has a volume, \\?\Volume{GUID}\,
- * until it is unprepared and deactivated; each step out of order fails.
+ * DestroyLayer, ExpandSandboxSize and NameToGuid call, with their
+ * signatures and their contract as hcsshim relies on it: a layer is
+ * activated, then prepared over its parents (nearest first), then has a
+ * volume, \\?\Volume{GUID}\, until it is unprepared and deactivated; each
+ * step out of order fails.
+ *
+ * DestroyLayer removes the layer's directory; a link in it is removed, not
+ * what it points to (Windows removes a reparse point, not its target; in
+ * Wine a link is a Linux symbolic link). It refuses an activated layer
+ * with ERROR_SHARING_VIOLATION (0x80070020), and a layer holding a file
+ * standin-denied with E_ACCESSDENIED (0x80070005): the two refusals users
+ * meet, made on request.
  *
  * The volume is a directory, <layer>\standin-volume, holding the parents'
  * Files\ copied in (nearest first, a file present is kept): what a
@@ -16,7 +25,10 @@
  * It leaves unproven what only Windows does: the copy-on-write filter
  * (wcifs) and its whiteouts and reparse points, the scratch's VHD and its
  * size (ExpandSandboxSize only checks the layer exists), the volume as a
- * device, and the layer service's own errors and timing.
+ * device, and the layer service's own errors and timing: why Windows
+ * refuses a destroy (an open handle, an ACL; here only the marker and the
+ * activation decide), and the refused rename of an activated layer's
+ * directory, which Wine does not refuse.
  */
 #include "standin.h"
 
@@ -188,6 +200,77 @@ HRESULT WINAPI DeactivateLayer(const DRIVER_INFO *info, const WCHAR *id)
         return E_BAD_STATE;
     clear_marker(layer, L"active");
     return S_OK;
+}
+
+#define LINUX_LSTAT 6
+#define LINUX_S_IFMT 0170000
+#define LINUX_S_IFLNK 0120000
+
+/* is_link says whether p is a link: a reparse point, or a Linux symbolic
+ * link, which Wine may show as what it points to. */
+static BOOL is_link(const WCHAR *p)
+{
+    unsigned long long st[18]; /* struct stat on x86_64; st_mode at byte 24 */
+    DWORD a = GetFileAttributesW(p);
+    char *u;
+    long rc;
+    if (a != INVALID_FILE_ATTRIBUTES && (a & FILE_ATTRIBUTE_REPARSE_POINT))
+        return TRUE;
+    u = standin_unix(p);
+    rc = u ? standin_linux2(LINUX_LSTAT, u, (const char *)st) : -1;
+    HeapFree(GetProcessHeap(), 0, u);
+    return rc == 0 && ((unsigned int)st[3] & LINUX_S_IFMT) == LINUX_S_IFLNK;
+}
+
+/* remove_tree removes p and what it holds; a link is removed, not what it
+ * points to. */
+static HRESULT remove_tree(const WCHAR *p)
+{
+    WCHAR pattern[MAX_PATH], child[MAX_PATH];
+    WIN32_FIND_DATAW fd;
+    HANDLE h;
+    HRESULT hr = S_OK;
+    DWORD a;
+    if (is_link(p)) {
+        char *u = standin_unix(p);
+        long rc = u ? standin_linux2(LINUX_UNLINK, u, NULL) : -1;
+        HeapFree(GetProcessHeap(), 0, u);
+        return rc == 0 ? S_OK : HRESULT_FROM_WIN32(ERROR_ACCESS_DENIED);
+    }
+    a = GetFileAttributesW(p);
+    if (a == INVALID_FILE_ATTRIBUTES)
+        return HRESULT_FROM_WIN32(GetLastError());
+    if (!(a & FILE_ATTRIBUTE_DIRECTORY)) {
+        SetFileAttributesW(p, FILE_ATTRIBUTE_NORMAL);
+        return DeleteFileW(p) ? S_OK : HRESULT_FROM_WIN32(GetLastError());
+    }
+    swprintf(pattern, MAX_PATH, L"%ls\\*", p);
+    h = FindFirstFileW(pattern, &fd);
+    if (h != INVALID_HANDLE_VALUE) {
+        do {
+            if (!wcscmp(fd.cFileName, L".") || !wcscmp(fd.cFileName, L".."))
+                continue;
+            swprintf(child, MAX_PATH, L"%ls\\%ls", p, fd.cFileName);
+            hr = remove_tree(child);
+        } while (SUCCEEDED(hr) && FindNextFileW(h, &fd));
+        FindClose(h);
+    }
+    if (FAILED(hr))
+        return hr;
+    return RemoveDirectoryW(p) ? S_OK : HRESULT_FROM_WIN32(GetLastError());
+}
+
+HRESULT WINAPI DestroyLayer(const DRIVER_INFO *info, const WCHAR *id)
+{
+    WCHAR layer[MAX_PATH];
+    layer_path(info, id, layer);
+    if (!is_dir(layer))
+        return HRESULT_FROM_WIN32(ERROR_PATH_NOT_FOUND);
+    if (has_marker(layer, L"active"))
+        return HRESULT_FROM_WIN32(ERROR_SHARING_VIOLATION);
+    if (has_marker(layer, L"denied"))
+        return E_ACCESSDENIED;
+    return remove_tree(layer);
 }
 
 HRESULT WINAPI ExpandSandboxSize(const DRIVER_INFO *info, const WCHAR *id, UINT64 size)
