@@ -197,6 +197,12 @@ func TestComputecoreBinding(t *testing.T) {
 	if echo.Id != "c1" || string(echo.Echo) != string(sent) || string(echo.Query) != `{"PropertyTypes":["Statistics"]}` {
 		t.Errorf("the stand-in got id %q, document %s, query %s; sent %s", echo.Id, echo.Echo, echo.Query, sent)
 	}
+	// The systems of winproc only: the query reaches the stand-in, and
+	// the list comes back as the operation's result.
+	list, err := c.listSystems(ctx, Owner)
+	if err != nil || len(list) != 1 || list[0] != (systemSummary{Id: "c1", Owner: Owner, State: "Running", SystemType: "Container"}) {
+		t.Errorf("listSystems = %+v, %v", list, err)
+	}
 	if err := sys.Start(ctx); err != nil {
 		t.Fatal(err)
 	}
