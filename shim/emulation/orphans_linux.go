@@ -13,6 +13,8 @@ import (
 	"time"
 
 	"github.com/containerd/log"
+
+	"github.com/winproc/winproc/shim/record"
 )
 
 // Orphans. A shim records itself (pid and start time) in each system it
@@ -98,16 +100,12 @@ func FindOrphans(root string, hasTask func(id string) bool) ([]Orphan, error) {
 // unreadable), is an orphan, "" when it is not.
 func orphaned(dir, id string, st *persisted, hasTask func(string) bool) string {
 	if st != nil && st.ShimPID != 0 {
-		if processAlive(st.ShimPID, st.ShimStart) {
-			return ""
+		shim := record.Shim{PID: st.ShimPID, Start: st.ShimStart}
+		answered := hasTask != nil
+		if !record.Orphaned(record.Alive(shim), answered, answered && hasTask(id)) {
+			return "" // served, or containerd runs the shim's delete for it
 		}
-		if hasTask == nil {
-			return fmt.Sprintf("its shim (pid %d) is gone; containerd did not answer", st.ShimPID)
-		}
-		if hasTask(id) {
-			return "" // containerd runs the shim's delete for it
-		}
-		return fmt.Sprintf("its shim (pid %d) is gone and containerd has no task %s", st.ShimPID, id)
+		return shim.WhyOrphaned(id, answered)
 	}
 	if hasTask == nil || hasTask(id) {
 		return ""
