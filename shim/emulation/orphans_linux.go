@@ -99,21 +99,18 @@ func FindOrphans(root string, hasTask func(id string) bool) ([]Orphan, error) {
 // orphaned says why the system id in dir, of state st (nil when
 // unreadable), is an orphan, "" when it is not.
 func orphaned(dir, id string, st *persisted, hasTask func(string) bool) string {
-	if st != nil && st.ShimPID != 0 {
-		shim := record.Shim{PID: st.ShimPID, Start: st.ShimStart}
-		answered := hasTask != nil
-		if !record.Orphaned(record.Alive(shim), answered, answered && hasTask(id)) {
-			return "" // served, or containerd runs the shim's delete for it
+	var shim record.Shim
+	if st != nil {
+		shim = record.Shim{PID: st.ShimPID, Start: st.ShimStart}
+	}
+	answered := hasTask != nil
+	why := record.Why(id, shim, answered, answered && hasTask(id))
+	if why != "" && shim.PID == 0 {
+		if fi, err := os.Stat(dir); err != nil || time.Since(fi.ModTime()) < createGrace {
+			return "" // perhaps being created
 		}
-		return shim.WhyOrphaned(id, answered)
 	}
-	if hasTask == nil || hasTask(id) {
-		return ""
-	}
-	if fi, err := os.Stat(dir); err != nil || time.Since(fi.ModTime()) < createGrace {
-		return "" // perhaps being created
-	}
-	return "it records no shim and containerd has no task " + id
+	return why
 }
 
 // describeOrphan gathers the mounts, cgroup and processes of the system id

@@ -46,10 +46,19 @@ func Orphaned(shimAlive, answered, hasTask bool) bool {
 	return !shimAlive && (!answered || !hasTask)
 }
 
-// WhyOrphaned says why the system id that s served is an orphan.
-func (s Shim) WhyOrphaned(id string, answered bool) string {
-	if !answered {
-		return fmt.Sprintf("its shim (pid %d) is gone; containerd did not answer", s.PID)
+// Why says why the system id, whose record names shim (a zero Shim when
+// it names none), is an orphan; "" when it is not (Orphaned). answered
+// is whether containerd answered, hasTask whether it has a task of id. A
+// system that names no shim may be one being created: only containerd
+// can say it is unknown.
+func Why(id string, shim Shim, answered, hasTask bool) string {
+	switch {
+	case shim.PID == 0 && answered && !hasTask:
+		return "it records no shim and containerd has no task " + id
+	case shim.PID == 0 || !Orphaned(Alive(shim), answered, hasTask):
+		return ""
+	case !answered:
+		return fmt.Sprintf("its shim (pid %d) is gone; containerd did not answer", shim.PID)
 	}
-	return fmt.Sprintf("its shim (pid %d) is gone and containerd has no task %s", s.PID, id)
+	return fmt.Sprintf("its shim (pid %d) is gone and containerd has no task %s", shim.PID, id)
 }

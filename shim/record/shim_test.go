@@ -50,3 +50,28 @@ func TestOrphaned(t *testing.T) {
 		}
 	}
 }
+
+// Why names the shim and what containerd said; a system that names no
+// shim is an orphan only when containerd answered without its task.
+func TestWhy(t *testing.T) {
+	gone := Shim{PID: 1 << 30, Start: 1}
+	cases := []struct {
+		name              string
+		shim              Shim
+		answered, hasTask bool
+		want              string
+	}{
+		{"live shim", Self(), true, false, ""},
+		{"gone, containerd has its task", gone, true, true, ""},
+		{"gone, no task", gone, true, false, "its shim (pid 1073741824) is gone and containerd has no task c1"},
+		{"gone, containerd silent", gone, false, false, "its shim (pid 1073741824) is gone; containerd did not answer"},
+		{"no shim, no task", Shim{}, true, false, "it records no shim and containerd has no task c1"},
+		{"no shim, containerd silent", Shim{}, false, false, ""},
+		{"no shim, containerd has its task", Shim{}, true, true, ""},
+	}
+	for _, tc := range cases {
+		if got := Why("c1", tc.shim, tc.answered, tc.hasTask); got != tc.want {
+			t.Errorf("%s: Why = %q, want %q", tc.name, got, tc.want)
+		}
+	}
+}
