@@ -167,6 +167,7 @@ func newBackend(api hcsAPI, opts Options) *Backend {
 			RetryDelay: scratch.RetryDelay,
 		},
 		drain:              drain,
+		terminations:       terminations{dir: pendingTerminationsDir(opts.StateDir)},
 		lostProcessTimeout: lostProcessTimeout,
 		closeWaitTimeout:   closeWaitTimeout,
 		terminateRetry:     terminateRetry,
