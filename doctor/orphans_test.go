@@ -22,6 +22,8 @@ type fakeLeftovers struct {
 	removed []string
 }
 
+func (f *fakeLeftovers) Where(state string) string { return "under " + state }
+
 func (f *fakeLeftovers) Find(_ context.Context, state string, tasks func(string) ([]string, error)) ([]Orphan, error) {
 	f.state = state
 	f.tasks, _ = tasks("k8s.io")
@@ -111,7 +113,8 @@ func TestOrphans(t *testing.T) {
 	}
 }
 
-// Without a Leftovers (Windows, for now) the check does not run.
+// Without a Leftovers (a node with no compute backend of winproc's) the
+// check does not run.
 func TestOrphansNotRunWithoutLeftovers(t *testing.T) {
 	_, o := healthy(t)
 	if r := Run(context.Background(), o).Check(CheckOrphans); r != nil {

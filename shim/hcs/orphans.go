@@ -42,8 +42,10 @@ type Orphan struct {
 // still an orphan, one with no shim recorded is not.
 func (b *Backend) FindOrphans(ctx context.Context, hasTask func(id string) bool) ([]Orphan, error) {
 	systems, err := b.api.listSystems(ctx, Owner)
-	if err != nil {
-		return nil, classify("list the compute systems of owner "+Owner, err, b.api.facts(err))
+	// A host without the compute service (no computecore.dll) has no
+	// compute systems; its records may still name scratch layers.
+	if f := b.api.facts(err); err != nil && !f.ServiceMissing {
+		return nil, classify("list the compute systems of owner "+Owner, err, f)
 	}
 	ids, err := winrecord.Dir(b.records.dir).IDs()
 	if err != nil {

@@ -165,3 +165,17 @@ func TestFindOrphansHCSFails(t *testing.T) {
 		t.Errorf("FindOrphans = %v", err)
 	}
 }
+
+// A host without the compute service has no systems, but its records
+// are still looked at.
+func TestFindOrphansWithoutHCS(t *testing.T) {
+	b, a := testBackend(t)
+	if err := b.records.write(record{ID: "stale", Scratch: `C:\snapshots\stale`, Shim: goneShim}); err != nil {
+		t.Fatal(err)
+	}
+	a.failNext("enumerate", syscall.Errno(126))
+	got, err := b.FindOrphans(context.Background(), nil)
+	if err != nil || orphanIDs(got) != "stale" {
+		t.Errorf("FindOrphans = %+v, %v", got, err)
+	}
+}
