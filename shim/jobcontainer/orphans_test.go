@@ -2,6 +2,7 @@ package jobcontainer
 
 import (
 	"context"
+	"reflect"
 	"strings"
 	"testing"
 
@@ -10,15 +11,13 @@ import (
 	"github.com/winproc/winproc/shim/record"
 )
 
-// goneShim is a shim that does not run.
-var goneShim = record.Shim{PID: 1 << 30, Start: 1}
-
 // orphanHost is a host with the bind filter and: "served", a container a
 // running shim (this process) serves; "dead", whose shim died with
 // bindings, its rootfs and a temporary user left; "known", whose shim
 // is gone but of which containerd has a task.
 func orphanHost(t *testing.T) (*Backend, *fakeHost) {
 	t.Helper()
+	gone := record.Shim{PID: 1 << 30, Start: 1}
 	b, f := bindBackend(t)
 	s, err := b.Create(context.Background(), "served", bindSettings())
 	if err != nil {
@@ -34,8 +33,8 @@ func orphanHost(t *testing.T) (*Backend, *fakeHost) {
 	f.users["hpc-dead"] = "users"
 	f.mu.Unlock()
 	for _, h := range []held{
-		{ID: "dead", Scratch: `C:\snapshots\dead`, MountPoint: `C:\hpc\dead`, Bindings: []string{`C:\hpc\dead\var\data`}, Users: []string{"hpc-dead"}, Shim: goneShim},
-		{ID: "known", Scratch: `C:\snapshots\known`, MountPoint: `C:\hpc\known`, Shim: goneShim},
+		{ID: "dead", Scratch: `C:\snapshots\dead`, MountPoint: `C:\hpc\dead`, Bindings: []string{`C:\hpc\dead\var\data`}, Users: []string{"hpc-dead"}, Shim: gone},
+		{ID: "known", Scratch: `C:\snapshots\known`, MountPoint: `C:\hpc\known`, Shim: gone},
 	} {
 		if err := b.records.Write(h.ID, h); err != nil {
 			t.Fatal(err)
@@ -44,31 +43,25 @@ func orphanHost(t *testing.T) (*Backend, *fakeHost) {
 	return b, f
 }
 
-func orphanIDs(os []Orphan) string {
-	var ids []string
-	for _, o := range os {
-		ids = append(ids, o.ID)
-	}
-	return strings.Join(ids, ",")
-}
-
 func TestFindOrphans(t *testing.T) {
 	b, _ := orphanHost(t)
-	known := func(id string) bool { return id == "known" }
+	dead := Orphan{ID: "dead", Scratch: `C:\snapshots\dead`, MountPoint: `C:\hpc\dead`, Bindings: []string{`C:\hpc\dead\var\data`}, Users: []string{"hpc-dead"}}
+	known := Orphan{ID: "known", Scratch: `C:\snapshots\known`, MountPoint: `C:\hpc\known`}
 	for _, tc := range []struct {
 		name    string
 		hasTask func(string) bool
-		want    string
+		want    []Orphan
+		why     []string
 	}{
-		{"containerd answered", known, "dead"},
-		{"containerd silent", nil, "dead,known"},
+		{"containerd answered", func(id string) bool { return id == "known" }, []Orphan{dead}, []string{"its shim (pid 1073741824) is gone and containerd has no task dead"}},
+		{"containerd silent", nil, []Orphan{dead, known}, []string{"its shim (pid 1073741824) is gone; containerd did not answer", "its shim (pid 1073741824) is gone; containerd did not answer"}},
 	} {
-		got, err := b.FindOrphans(context.Background(), tc.hasTask)
-		if err != nil || orphanIDs(got) != tc.want {
-			t.Errorf("%s: FindOrphans = %+v, %v; want %s", tc.name, got, err, tc.want)
+		for i, why := range tc.why {
+			tc.want[i].Why = why
 		}
-		if len(got) > 0 && (got[0].MountPoint != `C:\hpc\dead` || len(got[0].Bindings) != 1 || len(got[0].Users) != 1) {
-			t.Errorf("%s: orphan %+v", tc.name, got[0])
+		got, err := b.FindOrphans(context.Background(), tc.hasTask)
+		if err != nil || !reflect.DeepEqual(got, tc.want) {
+			t.Errorf("%s: FindOrphans = %+v, %v; want %+v", tc.name, got, err, tc.want)
 		}
 	}
 }
@@ -95,7 +88,7 @@ func TestRemoveOrphan(t *testing.T) {
 		t.Fatalf("RemoveOrphan with an unbinding refused = %v", err)
 	}
 	again, err := b.FindOrphans(ctx, known)
-	if err != nil || orphanIDs(again) != "dead" || len(again[0].Bindings) != 1 {
+	if err != nil || len(again) != 1 || again[0].ID != "dead" || len(again[0].Bindings) != 1 {
 		t.Fatalf("the next sweep finds %+v, %v; want dead's binding", again, err)
 	}
 	if err := b.RemoveOrphan(ctx, again[0]); err != nil {
