@@ -101,7 +101,7 @@ func TestReadWhileWritten(t *testing.T) {
 	}
 	done := make(chan error, 1)
 	go func() {
-		for i := range 300 {
+		for i := range 100 {
 			if err := d.Write("a", held{ID: "a", Scratch: strconv.Itoa(i)}); err != nil {
 				done <- err
 				return
@@ -116,7 +116,7 @@ func TestReadWhileWritten(t *testing.T) {
 			if err != nil {
 				t.Fatalf("write while read: %v", err)
 			}
-			t.Logf("%d reads during 300 writes", reads)
+			t.Logf("%d reads during 100 writes", reads)
 			return
 		default:
 		}
