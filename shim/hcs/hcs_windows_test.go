@@ -203,6 +203,12 @@ func TestComputecoreBinding(t *testing.T) {
 	if err != nil || len(list) != 1 || list[0] != (systemSummary{Id: "c1", Owner: Owner, State: "Running", SystemType: "Container"}) {
 		t.Errorf("listSystems = %+v, %v", list, err)
 	}
+	var others string
+	if err := c.runWith(ctx, "HcsEnumerateComputeSystems", func(op hcsHandle) error {
+		return b.enumerateComputeSystems(`{"Owners":["docker"]}`, op)
+	}, c.resultInto(&others), nil); err != nil || !strings.Contains(others, `"foreign"`) || strings.Contains(others, `"c1"`) {
+		t.Errorf("the systems of another owner: %s, %v", others, err)
+	}
 	if err := sys.Start(ctx); err != nil {
 		t.Fatal(err)
 	}
