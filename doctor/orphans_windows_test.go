@@ -10,6 +10,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/winproc/winproc/internal/winetest"
 	"github.com/winproc/winproc/shim/record"
 )
 
@@ -20,7 +21,7 @@ import (
 // be released without the layer functions, so it stays for the next
 // sweep, and a live shim's system is refused.
 func TestWindowsLeftovers(t *testing.T) {
-	root := t.TempDir()
+	root := winetest.TempDir(t)
 	w := windowsLeftovers{hcsDir: filepath.Join(root, "hcs"), jobDir: filepath.Join(root, "jobcontainer")}
 	self, err := json.Marshal(record.Self())
 	if err != nil {

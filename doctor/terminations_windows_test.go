@@ -10,6 +10,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/winproc/winproc/internal/winetest"
 	"github.com/winproc/winproc/shim/record"
 )
 
@@ -17,7 +18,7 @@ import (
 // as its shims write them: one line each, saying whether the shim that
 // carries it on still runs.
 func TestHCSTerminations(t *testing.T) {
-	root := t.TempDir()
+	root := winetest.TempDir(t)
 	if lines, err := hcsTerminations(context.Background(), root); len(lines) != 0 || err != nil {
 		t.Fatalf("no records: %v, %v", lines, err)
 	}

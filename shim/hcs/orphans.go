@@ -100,7 +100,7 @@ func (b *Backend) RemoveOrphan(ctx context.Context, o Orphan) error {
 	if left, err := b.records.read(o.ID); err != nil {
 		return fmt.Errorf("orphan %s ended: %w", o.ID, err)
 	} else if left != nil {
-		return fmt.Errorf("compute system %s ended, but its scratch layer %s is still recorded as held; the next sweep releases it: %w", o.ID, o.Scratch, errdefs.ErrUnavailable)
+		return fmt.Errorf("compute system %s ended, but its scratch layer %s is still recorded as held; the next sweep releases it: %w", o.ID, left.Scratch, errdefs.ErrUnavailable)
 	}
 	log.G(ctx).WithFields(log.Fields{"id": o.ID, "scratch": o.Scratch}).Infof("removed an orphaned compute system (%s)", o.Why)
 	return nil
