@@ -12,10 +12,12 @@ import (
 	"github.com/winproc/winproc/shim/hcs"
 )
 
-// hcsTerminations lists the terminates the HCS backend's shims carry on in
-// the background (hcs.PendingTerminations), one line each, from the
-// records under winproc's state root (containerdnames.StateRootWindows):
-// a compute system that did not stop when its pod was removed.
+// hcsTerminations lists the terminates the HCS backend's running shims
+// carry on in the background (hcs.PendingTerminations), one line each,
+// from the records under winproc's state root
+// (containerdnames.StateRootWindows): a compute system that did not stop
+// when its pod was removed. One whose shim is gone is the orphans
+// check's.
 func hcsTerminations(ctx context.Context, stateRoot string) ([]string, error) {
 	pending, err := hcs.PendingTerminations(filepath.Join(stateRoot, filepath.Base(containerdnames.ShimStateDirWindows)))
 	if err != nil {
@@ -27,11 +29,7 @@ func hcsTerminations(ctx context.Context, stateRoot string) ([]string, error) {
 		if p.LastError != nil {
 			line += ", last error: " + p.LastError.Error()
 		}
-		if p.ShimAlive {
-			line += fmt.Sprintf("; its shim gives up at %s", p.GiveUp.Format(time.RFC3339))
-		} else {
-			line += "; its shim is gone, so nothing terminates it now: the orphans check lists it"
-		}
+		line += fmt.Sprintf("; its shim gives up at %s", p.GiveUp.Format(time.RFC3339))
 		out = append(out, line)
 	}
 	return out, nil

@@ -102,6 +102,10 @@ func (b *Backend) RemoveOrphan(ctx context.Context, o Orphan) error {
 	} else if left != nil {
 		return fmt.Errorf("compute system %s ended, but its scratch layer %s is still recorded as held; the next sweep releases it: %w", o.ID, left.Scratch, errdefs.ErrUnavailable)
 	}
+	// A terminate recorded as pending by a process now gone ended with it.
+	if err := pendingTerminationsDir(b.records.dir).Remove(o.ID); err != nil {
+		log.G(ctx).WithError(err).WithField("id", o.ID).Warn("remove the record of a pending terminate")
+	}
 	log.G(ctx).WithFields(log.Fields{"id": o.ID, "scratch": o.Scratch}).Infof("removed an orphaned compute system (%s)", o.Why)
 	return nil
 }

@@ -100,6 +100,15 @@ func TestRemoveOrphan(t *testing.T) {
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 	defer cancel()
 	known := func(id string) bool { return id == "known" }
+	// A terminate of "dead" its shim was carrying on when it died: not
+	// pending any more, and removed with the orphan.
+	pending := pendingTerminationsDir(b.records.dir)
+	if err := pending.Write("dead", pendingRecord{ID: "dead", Attempts: 3, Shim: goneShim}); err != nil {
+		t.Fatal(err)
+	}
+	if ps, err := PendingTerminations(b.records.dir); len(ps) != 0 || err != nil {
+		t.Errorf("PendingTerminations of a dead shim = %+v, %v", ps, err)
+	}
 
 	err := b.RemoveOrphan(ctx, Orphan{ID: "served"})
 	if !errdefs.IsFailedPrecondition(err) || !strings.Contains(err.Error(), "running shim") {
@@ -134,6 +143,9 @@ func TestRemoveOrphan(t *testing.T) {
 	}
 	if last, err := b.FindOrphans(ctx, known); err != nil || len(last) != 0 {
 		t.Errorf("a second sweep finds %+v, %v", last, err)
+	}
+	if ids, err := pending.IDs(); len(ids) != 0 || err != nil {
+		t.Errorf("pending terminates left: %v, %v", ids, err)
 	}
 	for _, id := range []string{"dead", "norecord"} {
 		if !a.existing[id].isStopped() {

@@ -88,40 +88,33 @@ func (t *terminations) save(e *Termination) {
 	}
 }
 
-// PendingTermination is a terminate a shim carries on in the background,
-// as its record in a backend's state directory says.
-type PendingTermination struct {
-	Termination
-	// ShimAlive says whether the shim that carries it on still runs; when
-	// it does not, nothing terminates the system any more, and it is the
-	// shim's delete's, or an orphan.
-	ShimAlive bool
-}
-
 // PendingTerminations lists the terminates carried on in the background
-// by the shims whose backend keeps its records in stateDir (Options'
-// StateDir), for `winproc doctor`.
-func PendingTerminations(stateDir string) ([]PendingTermination, error) {
+// by the running shims whose backend keeps its records in stateDir
+// (Options' StateDir), for `winproc doctor`. A record whose process is
+// gone is skipped: its terminate ended with it (a shim killed, or the
+// delete subcommand that exited), and a system left behind is the orphans
+// check's; RemoveOrphan removes the record.
+func PendingTerminations(stateDir string) ([]Termination, error) {
 	dir := pendingTerminationsDir(stateDir)
 	ids, err := dir.IDs()
 	if err != nil {
 		return nil, err
 	}
-	var out []PendingTermination
+	var out []Termination
 	for _, id := range ids {
 		var rec pendingRecord
 		ok, err := dir.Read(id, &rec)
 		if err != nil {
 			return nil, err
 		}
-		if !ok { // ended meanwhile
+		if !ok || !winrecord.Alive(rec.Shim) { // ended meanwhile, or with its process
 			continue
 		}
-		p := PendingTermination{Termination: Termination{ID: rec.ID, Since: rec.Since, GiveUp: rec.GiveUp, Attempts: rec.Attempts, Closed: rec.Closed}, ShimAlive: winrecord.Alive(rec.Shim)}
+		t := Termination{ID: rec.ID, Since: rec.Since, GiveUp: rec.GiveUp, Attempts: rec.Attempts, Closed: rec.Closed}
 		if rec.LastError != "" {
-			p.LastError = errors.New(rec.LastError)
+			t.LastError = errors.New(rec.LastError)
 		}
-		out = append(out, p)
+		out = append(out, t)
 	}
 	return out, nil
 }
