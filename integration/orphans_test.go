@@ -22,6 +22,7 @@ import (
 	"github.com/winproc/winproc/integration/emulatednode"
 	"github.com/winproc/winproc/integration/node"
 	"github.com/winproc/winproc/internal/containerdnames"
+	"github.com/winproc/winproc/internal/procscan"
 	"github.com/winproc/winproc/shim/emulation"
 )
 
@@ -77,12 +78,17 @@ func crashAndSweep(t *testing.T, winproc string, count int, wipe bool) {
 	wine, mounts := len(n.WineProcesses()), len(emulatednode.Mounts(root))
 
 	n.KillContainerd(t)
-	for _, pid := range n.Shims() {
+	shims := n.Shims()
+	for _, pid := range shims {
 		syscall.Kill(pid, syscall.SIGKILL)
 	}
-	for deadline := time.Now().Add(10 * time.Second); len(n.Shims()) > 0; time.Sleep(20 * time.Millisecond) {
-		if time.Now().After(deadline) {
-			t.Fatalf("shims %v still run 10 s after SIGKILL", n.Shims())
+	// By their state: a dying shim's command line empties before it exits,
+	// and doctor would still find it running.
+	for _, pid := range shims {
+		for deadline := time.Now().Add(10 * time.Second); !procscan.Exited(pid); time.Sleep(20 * time.Millisecond) {
+			if time.Now().After(deadline) {
+				t.Fatalf("shim %d still runs 10 s after SIGKILL", pid)
+			}
 		}
 	}
 	if wipe {

@@ -21,11 +21,7 @@ func Live(keep func(pid int, cmdline, environ []byte) bool) []int {
 		if err != nil || pid == os.Getpid() {
 			continue
 		}
-		stat, err := os.ReadFile(filepath.Join("/proc", e.Name(), "stat"))
-		if err != nil {
-			continue
-		}
-		if f := strings.Fields(string(stat[bytes.LastIndexByte(stat, ')')+1:])); len(f) > 0 && f[0] == "Z" {
+		if Exited(pid) {
 			continue
 		}
 		cmdline, _ := os.ReadFile(filepath.Join("/proc", e.Name(), "cmdline"))
@@ -35,6 +31,18 @@ func Live(keep func(pid int, cmdline, environ []byte) bool) []int {
 		}
 	}
 	return pids
+}
+
+// Exited tells whether pid has exited: it is gone, a zombie, or dead.
+// A dying process's command line empties before it exits, so a wait for
+// a killed process reads its state, not its command line.
+func Exited(pid int) bool {
+	stat, err := os.ReadFile(filepath.Join("/proc", strconv.Itoa(pid), "stat"))
+	if err != nil {
+		return true
+	}
+	f := strings.Fields(string(stat[bytes.LastIndexByte(stat, ')')+1:]))
+	return len(f) == 0 || f[0] == "Z" || f[0] == "X"
 }
 
 // Comm returns the command name of pid.

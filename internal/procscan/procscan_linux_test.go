@@ -32,8 +32,20 @@ func TestLiveFindsAndSkips(t *testing.T) {
 	if c := Comm(cmd.Process.Pid); c != "sleep" {
 		t.Errorf("Comm = %q", c)
 	}
+	if Exited(cmd.Process.Pid) {
+		t.Error("Exited of a running process")
+	}
 	cmd.Process.Kill()
+	// Killed and not reaped yet: a zombie has exited.
+	for deadline := time.Now().Add(5 * time.Second); !Exited(cmd.Process.Pid); time.Sleep(10 * time.Millisecond) {
+		if time.Now().After(deadline) {
+			t.Fatal("Exited is false 5 s after SIGKILL")
+		}
+	}
 	cmd.Wait()
+	if !Exited(cmd.Process.Pid) {
+		t.Error("Exited of a reaped process")
+	}
 	if got := Live(marked); len(got) != 0 {
 		t.Errorf("Live after exit = %v", got)
 	}

@@ -24,9 +24,12 @@
  * emulation (EmulateConsole is ignored), resource limits (recorded, not
  * applied),
  * a system that outlives the process that made it (systems are known to
- * the process that created them only), and HCS's own errors and timing.
+ * the process that created them only), and HCS's own errors and timing:
+ * the errors a test asks for (faults.h) come in HCS's form, from the call
+ * or its operation, but their causes are not simulated.
  */
 #include "standin.h"
+#include "faults.h"
 #include <stdio.h>
 #include <stdlib.h>
 
@@ -55,6 +58,7 @@ typedef struct {
 
 typedef struct {
     HANDLE done;
+    HANDLE canceled;
     LONG pending;
     HRESULT hr;
     WCHAR *result;
@@ -292,6 +296,7 @@ __declspec(dllexport) void *WINAPI HcsCreateOperation(const void *context, void 
     (void)context;
     (void)callback;
     op->done = CreateEventW(NULL, TRUE, FALSE, NULL);
+    op->canceled = CreateEventW(NULL, TRUE, FALSE, NULL);
     return op;
 }
 
@@ -300,6 +305,7 @@ __declspec(dllexport) void WINAPI HcsCloseOperation(op_t *op)
     if (op->pending)
         WaitForSingleObject(op->done, INFINITE);
     CloseHandle(op->done);
+    CloseHandle(op->canceled);
     free(op->result);
     free(op);
 }
@@ -323,8 +329,43 @@ __declspec(dllexport) HRESULT WINAPI HcsGetOperationResult(op_t *op, PWSTR *doc)
 
 __declspec(dllexport) HRESULT WINAPI HcsCancelOperation(op_t *op)
 {
-    (void)op;
+    SetEvent(op->canceled);
     return S_OK;
+}
+
+/* stall_later completes a stalled operation once it is cancelled (or
+ * after a minute, so that no test hangs on a caller that never cancels). */
+static DWORD WINAPI stall_later(void *arg)
+{
+    op_t *op = arg;
+    WaitForSingleObject(op->canceled, 60000);
+    op->hr = HCS_E_OPERATION_TIMEOUT;
+    SetEvent(op->done);
+    return 0;
+}
+
+/* faulted applies the test's fault of function to its operation: it
+ * answers whether the function is done, and with what. */
+static BOOL faulted(const char *function, op_t *op, HRESULT *ret)
+{
+    HRESULT hr = S_OK;
+    *ret = S_OK;
+    switch (standin_fault(function, &hr)) {
+    case FAULT_CALL:
+        *ret = hr;
+        return TRUE;
+    case FAULT_OP: {
+        WCHAR doc[160];
+        swprintf(doc, 160, L"{\"Error\":%ld,\"ErrorMessage\":\"the stand-in's fault for %hs\"}", (long)hr, function);
+        complete(op, hr, doc);
+        return TRUE;
+    }
+    case FAULT_STALL:
+        op->pending = 1;
+        CloseHandle(CreateThread(NULL, 0, stall_later, op, 0, NULL));
+        return TRUE;
+    }
+    return FALSE;
 }
 
 typedef struct {
@@ -427,8 +468,11 @@ __declspec(dllexport) HRESULT WINAPI HcsCreateComputeSystem(PCWSTR id, PCWSTR co
 {
     WCHAR volume[MAX_PATH], state[MAX_PATH];
     sys_t *s;
+    HRESULT hr;
     (void)sd;
     *out = NULL;
+    if (faulted("HcsCreateComputeSystem", op, &hr))
+        return hr;
     keep_document(id, config);
     EnterCriticalSection(&lock);
     if (find_system(id)) {
@@ -477,7 +521,10 @@ __declspec(dllexport) void WINAPI HcsCloseComputeSystem(sys_t *s) { (void)s; }
 
 __declspec(dllexport) HRESULT WINAPI HcsStartComputeSystem(sys_t *s, op_t *op, PCWSTR options)
 {
+    HRESULT hr;
     (void)options;
+    if (faulted("HcsStartComputeSystem", op, &hr))
+        return hr;
     GetSystemTimeAsFileTime(&s->started);
     complete(op, S_OK, NULL);
     return S_OK;
@@ -546,9 +593,13 @@ static DWORD WINAPI shutdown_later(void *arg)
 
 __declspec(dllexport) HRESULT WINAPI HcsShutDownComputeSystem(sys_t *s, op_t *op, PCWSTR options)
 {
-    stop_t *st = calloc(1, sizeof(stop_t));
+    stop_t *st;
     LONG i;
+    HRESULT hr;
     (void)options;
+    if (faulted("HcsShutDownComputeSystem", op, &hr))
+        return hr;
+    st = calloc(1, sizeof(stop_t));
     for (i = 0; i < s->nprocesses; i++)
         if (WaitForSingleObject(s->processes[i]->pi.hProcess, 0) != WAIT_OBJECT_0)
             ctrl_event(s->processes[i]->pi.hProcess, CTRL_SHUTDOWN_EVENT);
@@ -561,7 +612,10 @@ __declspec(dllexport) HRESULT WINAPI HcsShutDownComputeSystem(sys_t *s, op_t *op
 
 __declspec(dllexport) HRESULT WINAPI HcsTerminateComputeSystem(sys_t *s, op_t *op, PCWSTR options)
 {
+    HRESULT hr;
     (void)options;
+    if (faulted("HcsTerminateComputeSystem", op, &hr))
+        return hr;
     TerminateJobObject(s->job, 1);
     complete(op, S_OK, NULL);
     exited(s);

@@ -23,7 +23,17 @@
  * "stall-start..." starts only when the start is cancelled (then with
  * HCS_E_OPERATION_TIMEOUT); "gone-..." has stopped without a notification:
  * its terminate answers HCS_E_SYSTEM_NOT_FOUND and its properties say
- * Stopped.
+ * Stopped; "disconnect-..." is refused by the create call with
+ * HCS_E_SERVICE_DISCONNECT; "exit-in-start-..." exits during its start
+ * (HCS_E_TERMINATED_DURING_START, from the operation and in the exit
+ * notification's status); "denied-once-..." refuses its first terminate
+ * with E_ACCESSDENIED; "invalid-..." answers a terminate after its stop
+ * with HCS_E_INVALID_STATE; "twice-..." notifies its stop twice;
+ * "late-..." notifies it 300 ms late, after the caller closed its handle;
+ * "lost-..." never notifies it, and only its properties say Stopped.
+ * Processes "noexit.exe" (whose exit, once killed, is never notified: its
+ * properties say it exited) and "twice.exe" (whose exit is notified
+ * twice, the second time with another code).
  *
  * It implements the documented contract of computecore.h as the binding
  * uses it (operations, callbacks, HCS_PROCESS_INFORMATION, LocalAlloc'ed
@@ -40,6 +50,9 @@
 #define HCS_E_SYSTEM_ALREADY_EXISTS ((HRESULT)0x8037010FL)
 #define HCS_E_OPERATION_TIMEOUT     ((HRESULT)0x80370118L)
 #define HCS_E_PROCESS_NOT_FOUND     HRESULT_FROM_WIN32(ERROR_NOT_FOUND)
+#define HCS_E_TERMINATED_DURING_START ((HRESULT)0x80370100L)
+#define HCS_E_INVALID_STATE         ((HRESULT)0x80370105L)
+#define HCS_E_SERVICE_DISCONNECT    ((HRESULT)0x8037011EL)
 
 typedef void (CALLBACK *event_callback)(void *event, void *context);
 
@@ -73,9 +86,16 @@ typedef struct {
     WCHAR *config;
     event_callback cb;
     void *ctx;
+    int stopped;     /* a stop completed */
+    LONG terminates; /* terminate calls made */
 } sys_t;
 
-enum { APP, CRASH, HANG, SPURIOUS };
+/* fault tells whether the system's id starts with prefix. */
+static int fault(const sys_t *s, const WCHAR *prefix) {
+    return wcsncmp(s->id, prefix, wcslen(prefix)) == 0;
+}
+
+enum { APP, CRASH, HANG, SPURIOUS, NOEXIT, TWICE };
 
 /* A process; its handles are proc_t. */
 typedef struct {
@@ -182,6 +202,10 @@ __declspec(dllexport) HRESULT WINAPI HcsCreateComputeSystem(PCWSTR id, PCWSTR co
         complete(op, HCS_E_SYSTEM_ALREADY_EXISTS, L"{\"Error\":-2143354609,\"ErrorMessage\":\"fake: a compute system exists\"}");
         return S_OK;
     }
+    if (wcsncmp(id, L"disconnect-", 11) == 0) {
+        *sys = NULL;
+        return HCS_E_SERVICE_DISCONNECT;
+    }
     sys_t *s = calloc(1, sizeof(sys_t));
     wcsncpy(s->id, id, 255);
     s->config = dup_w(config);
@@ -204,7 +228,15 @@ __declspec(dllexport) void WINAPI HcsCloseComputeSystem(sys_t *s) {
     free(s);
 }
 
+static void notify(event_callback cb, void *ctx, UINT32 type, const WCHAR *data);
+
 __declspec(dllexport) HRESULT WINAPI HcsStartComputeSystem(sys_t *s, op_t *op, PCWSTR options) {
+    if (fault(s, L"exit-in-start-")) {
+        s->stopped = 1;
+        complete(op, HCS_E_TERMINATED_DURING_START, L"{\"Error\":-2143878912,\"ErrorMessage\":\"The compute system exited unexpectedly while starting.\"}");
+        notify(s->cb, s->ctx, 0x00000001, L"{\"Status\":-2143878912,\"ExitType\":\"UnexpectedExit\"}");
+        return S_OK;
+    }
     if (wcsncmp(s->id, L"fail-start", 10) == 0) {
         /* HCS gave up itself: ERROR_TIMEOUT as an HRESULT. */
         complete(op, HRESULT_FROM_WIN32(ERROR_TIMEOUT), L"{\"Error\":-2147023436,\"ErrorMessage\":\"This operation returned because the timeout period expired.\"}");
@@ -223,29 +255,47 @@ typedef struct {
     void *ctx;
     UINT32 type;
     WCHAR *data;
+    WCHAR *again; /* a second notification, after the first, or NULL */
+    DWORD delay_ms;
 } notify_t;
 
 static DWORD WINAPI notify_thread(void *arg) {
     notify_t *n = arg;
-    Sleep(20);
+    Sleep(n->delay_ms);
     HCS_EVENT ev = {n->type, n->data, NULL};
     n->cb(&ev, n->ctx);
+    if (n->again) {
+        Sleep(20);
+        HCS_EVENT ev2 = {n->type, n->again, NULL};
+        n->cb(&ev2, n->ctx);
+        free(n->again);
+    }
     free(n->data);
     free(n);
     return 0;
 }
 
-/* notify calls cb from a thread of its own, as HCS does. */
-static void notify(event_callback cb, void *ctx, UINT32 type, const WCHAR *data) {
+/* notify_after calls cb from a thread of its own, as HCS does, after
+ * delay_ms, with data and then, if not NULL, again. */
+static void notify_after(event_callback cb, void *ctx, UINT32 type, const WCHAR *data, const WCHAR *again, DWORD delay_ms) {
     if (!cb) return;
     notify_t *n = calloc(1, sizeof(notify_t));
-    n->cb = cb; n->ctx = ctx; n->type = type; n->data = dup_w(data);
+    n->cb = cb; n->ctx = ctx; n->type = type; n->data = dup_w(data); n->delay_ms = delay_ms;
+    n->again = again ? dup_w(again) : NULL;
     CloseHandle(CreateThread(NULL, 0, notify_thread, n, 0, NULL));
 }
 
+static void notify(event_callback cb, void *ctx, UINT32 type, const WCHAR *data) {
+    notify_after(cb, ctx, type, data, NULL, 20);
+}
+
 static HRESULT stop(sys_t *s, op_t *op) {
+    static const WCHAR exited[] = L"{\"Status\":0,\"ExitType\":\"GracefulExit\"}";
+    if (s->stopped && fault(s, L"invalid-")) return HCS_E_INVALID_STATE;
+    s->stopped = 1;
     complete(op, S_OK, NULL);
-    notify(s->cb, s->ctx, 0x00000001, L"{\"Status\":0,\"ExitType\":\"GracefulExit\"}");
+    if (fault(s, L"lost-")) return S_OK;
+    notify_after(s->cb, s->ctx, 0x00000001, exited, fault(s, L"twice-") ? exited : NULL, fault(s, L"late-") ? 300 : 20);
     return S_OK;
 }
 
@@ -256,6 +306,7 @@ __declspec(dllexport) HRESULT WINAPI HcsTerminateComputeSystem(sys_t *s, op_t *o
          * itself fails. */
         return HCS_E_SYSTEM_NOT_FOUND;
     }
+    if (fault(s, L"denied-once-") && InterlockedIncrement(&s->terminates) == 1) return E_ACCESSDENIED;
     return stop(s, op);
 }
 
@@ -271,7 +322,7 @@ __declspec(dllexport) HRESULT WINAPI HcsGetComputeSystemProperties(sys_t *s, op_
     WCHAR *doc = malloc(n * sizeof(WCHAR));
     _snwprintf(doc, n, L"{\"Id\":\"%ls\",\"State\":\"%ls\",\"Echo\":%ls,\"Query\":%ls,"
         L"\"Statistics\":{\"Uptime100ns\":50,\"Processor\":{\"TotalRuntime100ns\":7},\"Memory\":{\"MemoryUsageCommitBytes\":4096}}}",
-        s->id, wcsncmp(s->id, L"gone-", 5) == 0 ? L"Stopped" : L"Running", s->config, query && *query ? query : L"null");
+        s->id, fault(s, L"gone-") || s->stopped ? L"Stopped" : L"Running", s->config, query && *query ? query : L"null");
     complete(op, S_OK, doc);
     free(doc);
     return S_OK;
@@ -311,7 +362,8 @@ static proc_t *new_handle(process_t *p) {
 
 __declspec(dllexport) HRESULT WINAPI HcsCreateProcess(sys_t *s, PCWSTR params, op_t *op, const void *sd, proc_t **proc) {
     process_t *p = calloc(1, sizeof(process_t));
-    p->kind = wcsstr(params, L"crash.exe") ? CRASH : wcsstr(params, L"hang.exe") ? HANG : wcsstr(params, L"spurious.exe") ? SPURIOUS : APP;
+    p->kind = wcsstr(params, L"crash.exe") ? CRASH : wcsstr(params, L"hang.exe") ? HANG : wcsstr(params, L"spurious.exe") ? SPURIOUS
+        : wcsstr(params, L"noexit.exe") ? NOEXIT : wcsstr(params, L"twice.exe") ? TWICE : APP;
     p->pid = 4242 + p->kind;
     p->exit_code = p->kind == CRASH ? 0xC000013A : 3;
     p->exited = CreateEventW(NULL, TRUE, FALSE, NULL);
@@ -363,9 +415,9 @@ __declspec(dllexport) void WINAPI HcsCloseProcess(proc_t *h) {
 
 static DWORD WINAPI run_process(void *arg) {
     process_t *p = arg;
-    if (p->kind == HANG) {
+    if (p->kind == HANG || p->kind == NOEXIT) {
         WaitForSingleObject(p->exited, INFINITE);
-    } else if (p->kind != CRASH) {
+    } else if (p->kind == APP || p->kind == SPURIOUS) {
         const char msg[] = "hello from the fake\r\n";
         OVERLAPPED ov = {0};
         ov.hEvent = CreateEventW(NULL, TRUE, FALSE, NULL);
@@ -380,7 +432,10 @@ static DWORD WINAPI run_process(void *arg) {
     SetEvent(p->exited);
     WCHAR data[128];
     _snwprintf(data, 128, L"{\"ProcessId\":%lu,\"Exited\":true,\"ExitCode\":%lu}", p->pid, p->exit_code);
-    notify(p->cb, p->ctx, 0x00010000, data);
+    if (p->kind == NOEXIT) return 0;
+    WCHAR again[128];
+    _snwprintf(again, 128, L"{\"ProcessId\":%lu,\"Exited\":true,\"ExitCode\":99}", p->pid);
+    notify_after(p->cb, p->ctx, 0x00010000, data, p->kind == TWICE ? again : NULL, 20);
     return 0;
 }
 
@@ -393,8 +448,12 @@ __declspec(dllexport) HRESULT WINAPI HcsSetProcessCallback(proc_t *h, UINT32 opt
 }
 
 __declspec(dllexport) HRESULT WINAPI HcsGetProcessProperties(proc_t *h, op_t *op, PCWSTR query) {
-    WCHAR doc[64];
-    _snwprintf(doc, 64, L"{\"ProcessId\":%lu,\"Exited\":false}", h->p->pid);
+    WCHAR doc[128];
+    process_t *p = h->p;
+    if (WaitForSingleObject(p->exited, 0) == WAIT_OBJECT_0)
+        _snwprintf(doc, 128, L"{\"ProcessId\":%lu,\"Exited\":true,\"ExitCode\":%lu}", p->pid, p->exit_code);
+    else
+        _snwprintf(doc, 128, L"{\"ProcessId\":%lu,\"Exited\":false}", p->pid);
     complete(op, S_OK, doc);
     return S_OK;
 }
@@ -419,28 +478,32 @@ __declspec(dllexport) HRESULT WINAPI HcsSignalProcess(proc_t *h, op_t *op, PCWST
     return S_OK;
 }
 
+/* A kill waits on its own copy of the handle's free event: the caller
+ * may close the handle once the kill's operation completes, before the
+ * kill has ended the process. */
 typedef struct {
-    proc_t *h;
-    op_t *op;
+    process_t *p;
+    HANDLE free;
 } kill_t;
 
 static DWORD WINAPI kill_later(void *arg) {
     kill_t *k = arg;
-    process_t *p = k->h->p;
+    process_t *p = k->p;
     /* Behind any call that holds this handle. */
-    WaitForSingleObject(k->h->free, INFINITE);
+    WaitForSingleObject(k->free, INFINITE);
     if (WaitForSingleObject(p->exited, 0) != WAIT_OBJECT_0) {
         p->exit_code = 1;
         SetEvent(p->exited);
     }
+    CloseHandle(k->free);
     free(k);
     return 0;
 }
 
 __declspec(dllexport) HRESULT WINAPI HcsTerminateProcess(proc_t *h, op_t *op, PCWSTR options) {
     kill_t *k = calloc(1, sizeof(kill_t));
-    k->h = h;
-    k->op = op;
+    k->p = h->p;
+    DuplicateHandle(GetCurrentProcess(), h->free, GetCurrentProcess(), &k->free, 0, FALSE, DUPLICATE_SAME_ACCESS);
     CloseHandle(CreateThread(NULL, 0, kill_later, k, 0, NULL));
     op->after = h->free;
     complete(op, S_OK, NULL);
