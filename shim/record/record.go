@@ -3,7 +3,9 @@
 // system in the backend's state directory, such as the scratch layer it
 // mounted. containerd's `shim delete` after the serving shim died opens the
 // system from another process, and only the record tells it what to
-// release. The HCS and HostProcess backends keep one each.
+// release. The HCS and HostProcess backends keep one each. Each names the
+// shim that serves its system (Shim), and Why is the rule by which a
+// system no running shim serves is an orphan.
 package record
 
 import (
