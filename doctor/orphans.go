@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"strings"
+	"time"
 )
 
 // Orphan is a compute system winproc left on the node that no running
@@ -95,11 +96,18 @@ func (d *run) checkOrphans(ctx context.Context) {
 	d.add(r)
 }
 
+// orphanRemoveTimeout bounds the removal of one orphan: the shim's delete
+// has as long (a terminate is awaited until the system stops).
+const orphanRemoveTimeout = time.Minute
+
 // removeOrphans removes orphans and says what it removed in r.
 func (d *run) removeOrphans(ctx context.Context, lo Leftovers, state string, orphans []Orphan, r *Result) {
 	var failed []string
 	for _, o := range orphans {
-		if err := lo.Remove(ctx, state, o); err != nil {
+		rctx, cancel := context.WithTimeout(ctx, orphanRemoveTimeout)
+		err := lo.Remove(rctx, state, o)
+		cancel()
+		if err != nil {
 			failed = append(failed, fmt.Sprintf("%s/%s: %v", o.Namespace, o.ID, err))
 			continue
 		}

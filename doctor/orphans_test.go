@@ -30,7 +30,10 @@ func (f *fakeLeftovers) Find(_ context.Context, state string, tasks func(string)
 	return f.orphans, f.findErr
 }
 
-func (f *fakeLeftovers) Remove(_ context.Context, _ string, o Orphan) error {
+func (f *fakeLeftovers) Remove(ctx context.Context, _ string, o Orphan) error {
+	if _, ok := ctx.Deadline(); !ok {
+		return errors.New("removed without a deadline")
+	}
 	if f.failRemove[o.ID] {
 		return errors.New("still mounted")
 	}
