@@ -73,7 +73,7 @@ MOVE_STACKS := -gcflags=all=-d=maymorestack=runtime.mayMoreStackMove
 wine-test:
 	GOOS=windows GOARCH=amd64 $(GO) test -count=1 -exec $(CURDIR)/build/wine/go-exec.sh $(WINE_TEST_PACKAGES)
 	GOOS=windows GOARCH=amd64 $(GO) test -count=1 $(MOVE_STACKS) -exec $(CURDIR)/build/wine/go-exec.sh $(BINDING_PACKAGES)
-	GOOS=windows GOARCH=amd64 $(GO) test -count=1 -run '^TestAccessOf$$' -exec $(CURDIR)/build/wine/go-exec.sh ./doctor/
+	GOOS=windows GOARCH=amd64 $(GO) test -count=1 -run '^(TestAccessOf|TestWindowsLeftovers|TestHCSTerminations)$$' -exec $(CURDIR)/build/wine/go-exec.sh ./doctor/
 	GOOS=windows GOARCH=amd64 $(GO) test -count=1 -run '^TestParallelUnpackRefusedOnWindows$$' -exec $(CURDIR)/build/wine/go-exec.sh ./snapshotter/
 
 # The Windows node under Wine (integration/winenode): the pinned containerd

@@ -6,6 +6,7 @@ import (
 
 	contentapi "github.com/containerd/containerd/api/services/content/v1"
 	introspectionapi "github.com/containerd/containerd/api/services/introspection/v1"
+	namespacesapi "github.com/containerd/containerd/api/services/namespaces/v1"
 	snapshotsapi "github.com/containerd/containerd/api/services/snapshots/v1"
 	tasksapi "github.com/containerd/containerd/api/services/tasks/v1"
 	versionapi "github.com/containerd/containerd/api/services/version/v1"
@@ -135,13 +136,26 @@ func (c *grpcContainerd) StatSnapshot(ctx context.Context, ns, snapshotter, key 
 }
 
 func (c *grpcContainerd) Tasks(ctx context.Context, ns string) ([]string, error) {
-	resp, err := tasksapi.NewTasksClient(c.conn).List(namespaces.WithNamespace(ctx, ns), &tasksapi.ListTasksRequest{})
-	if err != nil {
-		return nil, errgrpc.ToNative(err)
+	all := []string{ns}
+	if ns == "" {
+		resp, err := namespacesapi.NewNamespacesClient(c.conn).List(ctx, &namespacesapi.ListNamespacesRequest{})
+		if err != nil {
+			return nil, errgrpc.ToNative(err)
+		}
+		all = all[:0]
+		for _, n := range resp.GetNamespaces() {
+			all = append(all, n.GetName())
+		}
 	}
 	var ids []string
-	for _, t := range resp.GetTasks() {
-		ids = append(ids, t.GetID())
+	for _, ns := range all {
+		resp, err := tasksapi.NewTasksClient(c.conn).List(namespaces.WithNamespace(ctx, ns), &tasksapi.ListTasksRequest{})
+		if err != nil {
+			return nil, errgrpc.ToNative(err)
+		}
+		for _, t := range resp.GetTasks() {
+			ids = append(ids, t.GetID())
+		}
 	}
 	return ids, nil
 }

@@ -10,7 +10,8 @@
 // select nodes of this build and tolerate the os=windows taint; no compute
 // system is left that no running shim serves and containerd has no task
 // of (orphans, where the node's Leftovers can list them: the Linux
-// emulation), which Options.Fix removes.
+// emulation, and on Windows HCS's compute systems and the HCS and
+// HostProcess backends' records), which Options.Fix removes.
 //
 // Every check says what it found and, when something is wrong, a concrete
 // fix. The checks reach the node only through System (files, programs,

@@ -163,7 +163,14 @@ func (c *fakeContainerd) Tasks(_ context.Context, ns string) ([]string, error) {
 	if c.down {
 		return nil, c.unavailable()
 	}
-	return c.tasks[ns], nil
+	if ns != "" {
+		return c.tasks[ns], nil
+	}
+	var all []string
+	for _, ids := range c.tasks {
+		all = append(all, ids...)
+	}
+	return all, nil
 }
 
 func (c *fakeContainerd) StatSnapshot(_ context.Context, _, snapshotter, key string) error {

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"strings"
+	"time"
 )
 
 // Orphan is a compute system winproc left on the node that no running
@@ -13,9 +14,11 @@ import (
 // shim never reaches once it has forgotten the task.
 type Orphan struct {
 	// Namespace and ID name the system as its shim did; ID may be the
-	// backend's name of a shared part (the emulation's host prefix).
+	// backend's name of a shared part (the emulation's host prefix). On
+	// Windows, whose systems are in no namespace, Namespace names the
+	// backend (windowsLeftovers).
 	Namespace, ID string
-	// Dir holds its record.
+	// Dir holds its record; "" when it has none.
 	Dir string
 	// Why says why no one serves it.
 	Why string
@@ -23,11 +26,17 @@ type Orphan struct {
 	Mounts    []string
 	Cgroup    string
 	Processes []string
+	// Held is what else it holds, one thing each (on Windows: its state
+	// in HCS, its scratch layer, bindings, temporary users).
+	Held []string
 }
 
 // Leftovers finds and removes orphans: the compute backend's side of the
 // orphans check (the Linux emulation's on Linux).
 type Leftovers interface {
+	// Where says where Find looks, for the check's summary: "under
+	// <dir>", "in <sources>".
+	Where(state string) string
 	// Find lists the orphans of the node whose containerd keeps its state
 	// in state; tasks lists containerd's tasks of a namespace, an error
 	// when containerd does not answer.
@@ -71,9 +80,9 @@ func (d *run) checkOrphans(ctx context.Context) {
 	orphans, err := lo.Find(ctx, state, tasks)
 	switch {
 	case err != nil:
-		r.Status, r.Summary = Warn, fmt.Sprintf("cannot look for orphans under %s: %v", state, err)
+		r.Status, r.Summary = Warn, fmt.Sprintf("cannot look for orphans %s: %v", lo.Where(state), err)
 	case len(orphans) == 0:
-		r.Summary = "none under " + state + ": every compute system is served by a running shim or known to containerd"
+		r.Summary = "none " + lo.Where(state) + ": every compute system is served by a running shim or known to containerd"
 	case d.o.Fix:
 		d.removeOrphans(ctx, lo, state, orphans, &r)
 	default:
@@ -82,16 +91,23 @@ func (d *run) checkOrphans(ctx context.Context) {
 		for _, o := range orphans {
 			r.Details = append(r.Details, describeOrphan(o))
 		}
-		r.Fix = []string{"winproc doctor -fix: kills their processes, unmounts them (lazily when busy), removes their cgroups and directories; systems a running shim serves are left alone"}
+		r.Fix = []string{"winproc doctor -fix: ends them as the shim's delete does (their processes killed, their mounts, layers, cgroups or bindings released, their records and directories removed); systems a running shim serves are left alone"}
 	}
 	d.add(r)
 }
+
+// orphanRemoveTimeout bounds the removal of one orphan: the shim's delete
+// has as long (a terminate is awaited until the system stops).
+const orphanRemoveTimeout = time.Minute
 
 // removeOrphans removes orphans and says what it removed in r.
 func (d *run) removeOrphans(ctx context.Context, lo Leftovers, state string, orphans []Orphan, r *Result) {
 	var failed []string
 	for _, o := range orphans {
-		if err := lo.Remove(ctx, state, o); err != nil {
+		rctx, cancel := context.WithTimeout(ctx, orphanRemoveTimeout)
+		err := lo.Remove(rctx, state, o)
+		cancel()
+		if err != nil {
 			failed = append(failed, fmt.Sprintf("%s/%s: %v", o.Namespace, o.ID, err))
 			continue
 		}
@@ -119,6 +135,9 @@ func describeOrphan(o Orphan) string {
 	if o.Cgroup != "" {
 		held = append(held, "cgroup "+o.Cgroup)
 	}
-	held = append(held, "directory "+o.Dir)
+	held = append(held, o.Held...)
+	if o.Dir != "" {
+		held = append(held, "directory "+o.Dir)
+	}
 	return fmt.Sprintf("%s/%s (%s): %s", o.Namespace, o.ID, o.Why, strings.Join(held, ", "))
 }

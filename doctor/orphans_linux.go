@@ -18,6 +18,8 @@ func localLeftovers() Leftovers { return emulationLeftovers{} }
 
 type emulationLeftovers struct{}
 
+func (emulationLeftovers) Where(state string) string { return "under " + state }
+
 func (emulationLeftovers) Find(ctx context.Context, state string, tasks func(string) ([]string, error)) ([]Orphan, error) {
 	root := filepath.Join(state, containerdnames.EmulationStateDir)
 	namespaces, err := os.ReadDir(root)

@@ -1,7 +1,7 @@
-//go:build !linux
+//go:build !linux && !windows
 
 package doctor
 
-// localLeftovers is nil: on Windows the HCS backend does not yet list the
-// compute systems it owns, so the orphans check does not run.
+// localLeftovers is nil: winproc has no compute backend here, so the
+// orphans check does not run.
 func localLeftovers() Leftovers { return nil }

@@ -22,13 +22,18 @@ type fakeLeftovers struct {
 	removed []string
 }
 
+func (f *fakeLeftovers) Where(state string) string { return "under " + state }
+
 func (f *fakeLeftovers) Find(_ context.Context, state string, tasks func(string) ([]string, error)) ([]Orphan, error) {
 	f.state = state
 	f.tasks, _ = tasks("k8s.io")
 	return f.orphans, f.findErr
 }
 
-func (f *fakeLeftovers) Remove(_ context.Context, _ string, o Orphan) error {
+func (f *fakeLeftovers) Remove(ctx context.Context, _ string, o Orphan) error {
+	if _, ok := ctx.Deadline(); !ok {
+		return errors.New("removed without a deadline")
+	}
 	if f.failRemove[o.ID] {
 		return errors.New("still mounted")
 	}
@@ -111,7 +116,8 @@ func TestOrphans(t *testing.T) {
 	}
 }
 
-// Without a Leftovers (Windows, for now) the check does not run.
+// Without a Leftovers (a node with no compute backend of winproc's) the
+// check does not run.
 func TestOrphansNotRunWithoutLeftovers(t *testing.T) {
 	_, o := healthy(t)
 	if r := Run(context.Background(), o).Check(CheckOrphans); r != nil {

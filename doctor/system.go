@@ -71,7 +71,8 @@ type Containerd interface {
 	Content(namespace string) content.Provider
 	// StatSnapshot reports whether snapshotter has the snapshot key.
 	StatSnapshot(ctx context.Context, namespace, snapshotter, key string) error
-	// Tasks lists the IDs of the tasks containerd has in namespace.
+	// Tasks lists the IDs of the tasks containerd has in namespace, or
+	// in every namespace for "".
 	Tasks(ctx context.Context, namespace string) ([]string, error)
 	Close() error
 }

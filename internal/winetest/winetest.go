@@ -10,6 +10,7 @@ package winetest
 import (
 	"context"
 	"errors"
+	"io/fs"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -171,8 +172,8 @@ func WaitServer(t testing.TB, prefix string) {
 
 // TempDir is t.TempDir for tests that also run under Wine as Windows test
 // binaries: Go's os.RemoveAll fails there with "Invalid function" where
-// os.Remove works, so the directory (flat: files only) is removed file by
-// file, without failing the test.
+// os.Remove works, so the directory is removed entry by entry, the
+// deepest first, without failing the test.
 func TempDir(t testing.TB) string {
 	t.Helper()
 	dir, err := os.MkdirTemp("", "winproc-test-")
@@ -180,11 +181,14 @@ func TempDir(t testing.TB) string {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() {
-		entries, _ := os.ReadDir(dir)
-		for _, e := range entries {
-			os.Remove(filepath.Join(dir, e.Name()))
+		var paths []string
+		filepath.WalkDir(dir, func(path string, _ fs.DirEntry, _ error) error {
+			paths = append(paths, path)
+			return nil
+		})
+		for i := len(paths) - 1; i >= 0; i-- {
+			os.Remove(paths[i])
 		}
-		os.Remove(dir)
 	})
 	return dir
 }

@@ -15,6 +15,8 @@ import (
 
 	"github.com/containerd/log"
 	"golang.org/x/sys/unix"
+
+	"github.com/winproc/winproc/shim/record"
 )
 
 // The host prefix. On Windows a HostProcess container's processes run on
@@ -283,9 +285,5 @@ func (b *Backend) removeHost(ctx context.Context, st *persisted) error {
 // processAlive reports whether the process of pid and start time start
 // (clock ticks after boot), a wineserver or a shim, still runs.
 func processAlive(pid int, start uint64) bool {
-	if pid == 0 {
-		return false
-	}
-	pst, err := readStat(pid)
-	return err == nil && !pst.gone() && pst.start == start
+	return record.Alive(record.Shim{PID: pid, Start: start})
 }

@@ -13,6 +13,8 @@ import (
 	"time"
 
 	"github.com/containerd/log"
+
+	"github.com/winproc/winproc/shim/record"
 )
 
 // Orphans. A shim records itself (pid and start time) in each system it
@@ -97,25 +99,18 @@ func FindOrphans(root string, hasTask func(id string) bool) ([]Orphan, error) {
 // orphaned says why the system id in dir, of state st (nil when
 // unreadable), is an orphan, "" when it is not.
 func orphaned(dir, id string, st *persisted, hasTask func(string) bool) string {
-	if st != nil && st.ShimPID != 0 {
-		if processAlive(st.ShimPID, st.ShimStart) {
-			return ""
-		}
-		if hasTask == nil {
-			return fmt.Sprintf("its shim (pid %d) is gone; containerd did not answer", st.ShimPID)
-		}
-		if hasTask(id) {
-			return "" // containerd runs the shim's delete for it
-		}
-		return fmt.Sprintf("its shim (pid %d) is gone and containerd has no task %s", st.ShimPID, id)
+	var shim record.Shim
+	if st != nil {
+		shim = record.Shim{PID: st.ShimPID, Start: st.ShimStart}
 	}
-	if hasTask == nil || hasTask(id) {
-		return ""
+	answered := hasTask != nil
+	why := record.Why(id, shim, answered, answered && hasTask(id))
+	if why != "" && shim.PID == 0 {
+		if fi, err := os.Stat(dir); err != nil || time.Since(fi.ModTime()) < createGrace {
+			return "" // perhaps being created
+		}
 	}
-	if fi, err := os.Stat(dir); err != nil || time.Since(fi.ModTime()) < createGrace {
-		return "" // perhaps being created
-	}
-	return "it records no shim and containerd has no task " + id
+	return why
 }
 
 // describeOrphan gathers the mounts, cgroup and processes of the system id

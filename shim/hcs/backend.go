@@ -14,6 +14,7 @@ import (
 
 	"github.com/winproc/winproc/shim/compute"
 	"github.com/winproc/winproc/shim/hcs/schema2"
+	winrecord "github.com/winproc/winproc/shim/record"
 	"github.com/winproc/winproc/shim/scratch"
 )
 
@@ -27,6 +28,8 @@ type hcsAPI interface {
 	createContainer(ctx context.Context, id string, doc *schema2.ComputeSystem) (hcsContainer, error)
 	// openContainer opens an existing compute system.
 	openContainer(ctx context.Context, id string) (hcsContainer, error)
+	// listSystems lists the compute systems of an owner.
+	listSystems(ctx context.Context, owner string) ([]systemSummary, error)
 	// addCredentialGuard makes the Container Credential Guard instance of
 	// container id for a gMSA credential spec; removeCredentialGuard
 	// removes it.
@@ -164,6 +167,7 @@ func newBackend(api hcsAPI, opts Options) *Backend {
 			RetryDelay: scratch.RetryDelay,
 		},
 		drain:              drain,
+		terminations:       terminations{dir: pendingTerminationsDir(opts.StateDir)},
 		lostProcessTimeout: lostProcessTimeout,
 		closeWaitTimeout:   closeWaitTimeout,
 		terminateRetry:     terminateRetry,
@@ -217,7 +221,7 @@ func (b *Backend) Create(ctx context.Context, id string, s *compute.Settings) (c
 	}
 
 	b.releaseStale(ctx, id)
-	rec := record{ID: id, Scratch: s.Layers.Scratch, CredentialGuard: s.CredentialSpec != ""}
+	rec := record{ID: id, Scratch: s.Layers.Scratch, CredentialGuard: s.CredentialSpec != "", Shim: winrecord.Self()}
 	if err := b.records.write(rec); err != nil {
 		return nil, err
 	}

@@ -70,6 +70,10 @@ type binding interface {
 	terminateComputeSystem(sys, op hcsHandle) error
 	modifyComputeSystem(sys, op hcsHandle, doc string) error
 	getComputeSystemProperties(sys, op hcsHandle, query string) error
+	// enumerateComputeSystems is HcsEnumerateComputeSystems: the systems
+	// query selects (a JSON document, here by owner), listed as a JSON
+	// array in the operation's result.
+	enumerateComputeSystems(query string, op hcsHandle) error
 	// setComputeSystemCallback registers the notifications of sys for the
 	// listener key of hcsEvents.
 	setComputeSystemCallback(sys hcsHandle, key uintptr) error

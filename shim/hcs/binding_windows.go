@@ -76,6 +76,7 @@ type computecoreBinding struct {
 	HcsModifyComputeSystem                  *windows.LazyProc
 	HcsGetComputeSystemProperties           *windows.LazyProc
 	HcsSetComputeSystemCallback             *windows.LazyProc
+	HcsEnumerateComputeSystems              *windows.LazyProc
 	HcsCreateProcess                        *windows.LazyProc
 	HcsOpenProcess                          *windows.LazyProc
 	HcsGetProcessInfo                       *windows.LazyProc
@@ -111,6 +112,7 @@ func newComputecoreBinding(dll *windows.LazyDLL) computecoreBinding {
 		HcsModifyComputeSystem:                  dll.NewProc("HcsModifyComputeSystem"),
 		HcsGetComputeSystemProperties:           dll.NewProc("HcsGetComputeSystemProperties"),
 		HcsSetComputeSystemCallback:             dll.NewProc("HcsSetComputeSystemCallback"),
+		HcsEnumerateComputeSystems:              dll.NewProc("HcsEnumerateComputeSystems"),
 		HcsCreateProcess:                        dll.NewProc("HcsCreateProcess"),
 		HcsOpenProcess:                          dll.NewProc("HcsOpenProcess"),
 		HcsGetProcessInfo:                       dll.NewProc("HcsGetProcessInfo"),
@@ -351,6 +353,21 @@ func (b computecoreBinding) modifyComputeSystem(sys, op hcsHandle, doc string) e
 
 func (b computecoreBinding) getComputeSystemProperties(sys, op hcsHandle, query string) error {
 	return handleOpDoc(b.HcsGetComputeSystemProperties, sys, op, query)
+}
+
+// enumerateComputeSystems calls HcsEnumerateComputeSystems(query, op);
+// the list is the operation's result document, which waitOperation takes
+// and frees.
+func (b computecoreBinding) enumerateComputeSystems(query string, op hcsHandle) error {
+	q, err := utf16(query)
+	if err != nil {
+		return err
+	}
+	if err := find(b.HcsEnumerateComputeSystems); err != nil {
+		return err
+	}
+	r, _, _ := syscall.SyscallN(b.HcsEnumerateComputeSystems.Addr(), uintptr(unsafe.Pointer(q)), uintptr(op))
+	return hresult(r)
 }
 
 // setCallback calls proc(handle, HcsEventOptionNone, key, the callback).

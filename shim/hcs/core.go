@@ -131,11 +131,7 @@ func (c *computeCore) runOn(ctx context.Context, h *coreHandle, call string, sta
 		return "", err
 	}
 	var doc string
-	err = c.runWith(ctx, call, func(op hcsHandle) error { return start(x, op) }, func(op hcsHandle) error {
-		var err error
-		doc, err = c.api.waitOperation(op, infiniteTimeout)
-		return withResult(err, doc)
-	}, func(error, bool) { release() })
+	err = c.runWith(ctx, call, func(op hcsHandle) error { return start(x, op) }, c.resultInto(&doc), func(error, bool) { release() })
 	if err != nil {
 		return "", err
 	}
@@ -216,6 +212,16 @@ type leftError struct {
 
 func (e *leftError) Error() string { return e.err.Error() }
 func (e *leftError) Unwrap() error { return e.err }
+
+// resultInto is a wait for runWith that keeps the operation's result
+// document in doc.
+func (c *computeCore) resultInto(doc *string) func(op hcsHandle) error {
+	return func(op hcsHandle) error {
+		var err error
+		*doc, err = c.api.waitOperation(op, infiniteTimeout)
+		return withResult(err, *doc)
+	}
+}
 
 // waitResult waits for the result of op, for runWith.
 func (c *computeCore) waitResult(op hcsHandle) error {
@@ -313,6 +319,45 @@ func (c *computeCore) openContainer(ctx context.Context, id string) (hcsContaine
 	// to the notification.
 	_, _ = s.CheckStopped(ctx)
 	return s, nil
+}
+
+// systemSummary is one compute system as HcsEnumerateComputeSystems lists
+// it.
+type systemSummary struct {
+	Id         string
+	Owner      string
+	State      string
+	SystemType string
+}
+
+// listSystems lists the compute systems of owner. HCS filters by the
+// query's owner; one of another owner in its answer is dropped all the
+// same, for the caller may end what it lists.
+func (c *computeCore) listSystems(ctx context.Context, owner string) ([]systemSummary, error) {
+	q, err := json.Marshal(struct{ Owners []string }{[]string{owner}})
+	if err != nil {
+		return nil, err
+	}
+	var doc string
+	err = c.runWith(ctx, "HcsEnumerateComputeSystems", func(op hcsHandle) error {
+		return c.api.enumerateComputeSystems(string(q), op)
+	}, c.resultInto(&doc), nil)
+	if err != nil {
+		return nil, err
+	}
+	var all []systemSummary
+	if doc != "" {
+		if err := json.Unmarshal([]byte(doc), &all); err != nil {
+			return nil, fmt.Errorf("HCS listed the compute systems as %q: %w", doc, err)
+		}
+	}
+	var out []systemSummary
+	for _, s := range all {
+		if s.Owner == owner {
+			out = append(out, s)
+		}
+	}
+	return out, nil
 }
 
 // addCredentialGuard makes the Container Credential Guard instance of

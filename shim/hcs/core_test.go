@@ -379,3 +379,34 @@ func TestCoreOperationLeftToHCS(t *testing.T) {
 		t.Errorf("the handle is not closed once HCS ended the operation: %q", a.callList())
 	}
 }
+
+// listSystems lists the running systems of the owner asked for, and a
+// failed enumeration names the call.
+func TestListSystems(t *testing.T) {
+	a := newFakeAPI()
+	ctx := context.Background()
+	for _, id := range []string{"live", "stopped"} {
+		c, err := a.createContainer(ctx, id, &schema2.ComputeSystem{Owner: Owner})
+		if err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(func() { c.Close() })
+	}
+	a.existing["stopped"].stop(nil)
+	foreign := newFakeSystem(a.hcs, "foreign")
+	foreign.owner = "docker"
+	a.existing["foreign"] = foreign
+	list, err := a.listSystems(ctx, Owner)
+	if err != nil || len(list) != 1 || list[0].Id != "live" || list[0].Owner != Owner {
+		t.Errorf("listSystems = %+v, %v", list, err)
+	}
+	a.failNext("enumerate", syscall.Errno(0x80070005))
+	if _, err := a.listSystems(ctx, Owner); err == nil || !strings.Contains(err.Error(), "HcsEnumerateComputeSystems: HRESULT 0x80070005") {
+		t.Errorf("a refused enumeration: %v", err)
+	}
+	a.failOperation("enumerate", errInvalidState)
+	if _, err := a.listSystems(ctx, Owner); err == nil || !strings.Contains(err.Error(), "HcsEnumerateComputeSystems") {
+		t.Errorf("a failed enumeration: %v", err)
+	}
+	a.hcs.wg.Wait()
+}

@@ -4,6 +4,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"io"
+	"slices"
 	"strings"
 	"sync"
 	"syscall"
@@ -359,6 +360,7 @@ func (h *fakeHCS) createComputeSystem(id, doc string, op hcsHandle) (hcsHandle, 
 	if !exists {
 		a.created = append(a.created, &cs)
 		sys = newFakeSystem(h, id)
+		sys.owner = cs.Owner
 		a.existing[id] = sys
 	}
 	a.mu.Unlock()
@@ -484,6 +486,32 @@ func (h *fakeHCS) getComputeSystemProperties(x, op hcsHandle, query string) erro
 			}
 		}
 		b, err := json.Marshal(p)
+		return string(b), err
+	})
+	return nil
+}
+
+// enumerateComputeSystems lists the systems of the query's owners that
+// have not stopped: HCS forgets a stopped system with its last handle,
+// and the fake's users close theirs.
+func (h *fakeHCS) enumerateComputeSystems(query string, op hcsHandle) error {
+	if err := h.api.call("enumerate"); err != nil {
+		return err
+	}
+	var q struct{ Owners []string }
+	if err := json.Unmarshal([]byte(query), &q); err != nil {
+		return err
+	}
+	h.complete(op, "enumerate", func() (string, error) {
+		h.api.mu.Lock()
+		defer h.api.mu.Unlock()
+		list := []systemSummary{}
+		for _, sys := range h.api.existing {
+			if !sys.isStopped() && slices.Contains(q.Owners, sys.owner) {
+				list = append(list, systemSummary{Id: sys.id, Owner: sys.owner, State: "Running", SystemType: "Container"})
+			}
+		}
+		b, err := json.Marshal(list)
 		return string(b), err
 	})
 	return nil
@@ -736,8 +764,9 @@ func (h *fakeHCS) setSiloAffinity(id string, a []groupAffinity) error {
 
 // fakeSystem is the state HCS keeps for one system, shared by its handles.
 type fakeSystem struct {
-	h  *fakeHCS
-	id string
+	h     *fakeHCS
+	id    string
+	owner string
 
 	mu       sync.Mutex
 	stopped  chan struct{}

@@ -151,6 +151,11 @@ func TestFaultTerminateCarriedOn(t *testing.T) {
 				if tc.hr != 0 {
 					wantNamed(t, ts[0].LastError, "HcsTerminateComputeSystem", tc.hr, tc.class)
 				}
+				// ...and says so in its record, for winproc doctor.
+				ps, err := PendingTerminations(f.b.records.dir)
+				if err != nil || len(ps) != 1 || ps[0].ID != "ctr" || ps[0].Attempts < 2 || (tc.hr != 0) != (ps[0].LastError != nil) {
+					t.Fatalf("PendingTerminations = %+v, %v", ps, err)
+				}
 				// The shim's teardown gives up waiting: the backend carries on.
 				if err := f.sys.Close(); err != nil {
 					t.Errorf("Close of a system being terminated = %v", err)
@@ -166,6 +171,10 @@ func TestFaultTerminateCarriedOn(t *testing.T) {
 			}
 			clear()
 			f.remove(t)
+			f.b.bg.Wait()
+			if ps, err := PendingTerminations(f.b.records.dir); len(ps) != 0 || err != nil {
+				t.Errorf("PendingTerminations after the stop = %+v, %v", ps, err)
+			}
 		})
 	}
 }

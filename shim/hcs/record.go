@@ -25,6 +25,10 @@ type record struct {
 	// Guard instance (a gMSA container), which is removed with the
 	// scratch.
 	CredentialGuard bool `json:"credentialGuard,omitempty"`
+	// Shim is the shim that created the system: once it is gone, and
+	// containerd has no task of the system, the system is an orphan
+	// (orphans.go).
+	Shim winrecord.Shim `json:"shim"`
 }
 
 func checkID(id string) error { return winrecord.CheckID(id) }

@@ -2,12 +2,16 @@ package hcs
 
 import (
 	"context"
+	"errors"
+	"path/filepath"
 	"slices"
 	"strings"
 	"sync"
 	"time"
 
 	"github.com/containerd/log"
+
+	winrecord "github.com/winproc/winproc/shim/record"
 )
 
 // A terminate HCS accepts ends with the system's exit notification. One
@@ -50,10 +54,69 @@ type Termination struct {
 	Closed bool
 }
 
-// terminations are the systems a backend is terminating.
+// terminations are the systems a backend is terminating. Each has a
+// record in dir while it is, for `winproc doctor` (PendingTerminations).
 type terminations struct {
-	mu sync.Mutex
-	m  map[*system]*Termination
+	dir winrecord.Dir
+	mu  sync.Mutex
+	m   map[*system]*Termination
+}
+
+// pendingDir is the directory of the state directory that holds the
+// records of pending terminates.
+const pendingDir = "terminating"
+
+// pendingRecord is the record of a pending terminate.
+type pendingRecord struct {
+	ID        string         `json:"id"`
+	Since     time.Time      `json:"since"`
+	GiveUp    time.Time      `json:"giveUp"`
+	Attempts  int            `json:"attempts"`
+	LastError string         `json:"lastError,omitempty"`
+	Closed    bool           `json:"closed,omitempty"`
+	Shim      winrecord.Shim `json:"shim"`
+}
+
+// save records e; a failure is logged only: the terminate goes on.
+func (t *terminations) save(e *Termination) {
+	rec := pendingRecord{ID: e.ID, Since: e.Since, GiveUp: e.GiveUp, Attempts: e.Attempts, Closed: e.Closed, Shim: winrecord.Self()}
+	if e.LastError != nil {
+		rec.LastError = e.LastError.Error()
+	}
+	if err := t.dir.Write(e.ID, rec); err != nil {
+		log.L.WithError(err).WithField("id", e.ID).Warn("record a pending terminate")
+	}
+}
+
+// PendingTerminations lists the terminates carried on in the background
+// by the running shims whose backend keeps its records in stateDir
+// (Options' StateDir), for `winproc doctor`. A record whose process is
+// gone is skipped: its terminate ended with it (a shim killed, or the
+// delete subcommand that exited), and a system left behind is the orphans
+// check's; RemoveOrphan removes the record.
+func PendingTerminations(stateDir string) ([]Termination, error) {
+	dir := pendingTerminationsDir(stateDir)
+	ids, err := dir.IDs()
+	if err != nil {
+		return nil, err
+	}
+	var out []Termination
+	for _, id := range ids {
+		var rec pendingRecord
+		ok, err := dir.Read(id, &rec)
+		if err != nil {
+			return nil, err
+		}
+		if !ok || !winrecord.Alive(rec.Shim) { // ended meanwhile, or with its process
+			continue
+		}
+		t := Termination{ID: rec.ID, Since: rec.Since, GiveUp: rec.GiveUp, Attempts: rec.Attempts, Closed: rec.Closed}
+		if rec.LastError != "" {
+			t.LastError = errors.New(rec.LastError)
+		}
+		out = append(out, t)
+	}
+	return out, nil
 }
 
 // Terminations lists the compute systems the backend is still
@@ -78,6 +141,7 @@ func (t *terminations) carryOn(s *system, err error) {
 	if e, ok := t.m[s]; ok {
 		e.Attempts++
 		e.LastError = err
+		t.save(e)
 		return
 	}
 	if t.m == nil {
@@ -86,6 +150,7 @@ func (t *terminations) carryOn(s *system, err error) {
 	now := time.Now()
 	e := &Termination{ID: s.id, Since: now, GiveUp: now.Add(s.b.terminateGiveUp), Attempts: 1, LastError: err}
 	t.m[s] = e
+	t.save(e)
 	s.b.background(func() { s.keepTerminating(e.GiveUp) })
 }
 
@@ -97,6 +162,7 @@ func (t *terminations) handOver(s *system) bool {
 	e, ok := t.m[s]
 	if ok {
 		e.Closed = true
+		t.save(e)
 	}
 	return ok
 }
@@ -107,6 +173,9 @@ func (t *terminations) end(s *system) Termination {
 	defer t.mu.Unlock()
 	e := *t.m[s]
 	delete(t.m, s)
+	if err := t.dir.Remove(e.ID); err != nil {
+		log.L.WithError(err).WithField("id", e.ID).Warn("remove the record of a pending terminate")
+	}
 	return e
 }
 
@@ -186,4 +255,13 @@ func (s *system) gaveUp(e Termination) {
 			logger.WithError(err).Warn("close a compute system given up on")
 		}
 	}
+}
+
+// pendingTerminationsDir is where a backend of stateDir records its
+// pending terminates; "" (no state directory) records none.
+func pendingTerminationsDir(stateDir string) winrecord.Dir {
+	if stateDir == "" {
+		return ""
+	}
+	return winrecord.Dir(filepath.Join(stateDir, pendingDir))
 }

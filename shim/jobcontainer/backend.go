@@ -161,6 +161,10 @@ type held struct {
 	MountPoint string   `json:"mountPoint,omitempty"`
 	Bindings   []string `json:"bindings,omitempty"`
 	Users      []string `json:"users,omitempty"`
+	// Shim is the shim that created the container: its job object dies
+	// with that shim's last handle, and what is recorded here is an
+	// orphan's once the shim is gone (orphans.go).
+	Shim record.Shim `json:"shim"`
 }
 
 // Create makes HostProcess container id, without starting it; on failure
@@ -197,7 +201,7 @@ func (b *Backend) Create(ctx context.Context, id string, s *compute.Settings) (c
 		b.closeHandle(ctx, job)
 	}
 	b.releaseStale(ctx, id)
-	h := held{ID: id, Scratch: s.Layers.Scratch, MountPoint: mountPoint}
+	h := held{ID: id, Scratch: s.Layers.Scratch, MountPoint: mountPoint, Shim: record.Self()}
 	if b.binds {
 		h.Bindings = links
 	}

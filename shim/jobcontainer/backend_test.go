@@ -12,6 +12,7 @@ import (
 	"github.com/containerd/errdefs"
 
 	"github.com/winproc/winproc/shim/compute"
+	"github.com/winproc/winproc/shim/record"
 )
 
 func hostProcessSettings() *compute.Settings {
@@ -66,7 +67,7 @@ func TestCreate(t *testing.T) {
 	if !reflect.DeepEqual(got, want) {
 		t.Errorf("calls\n%q\nwant\n%q", got, want)
 	}
-	if h, ok := b.held(t, "c1"); !ok || !reflect.DeepEqual(h, held{ID: "c1", Scratch: `C:\snapshots\9`, MountPoint: `C:\hpc\c1`}) {
+	if h, ok := b.held(t, "c1"); !ok || !reflect.DeepEqual(h, held{ID: "c1", Scratch: `C:\snapshots\9`, MountPoint: `C:\hpc\c1`, Shim: record.Self()}) {
 		t.Errorf("record %+v, %v", h, ok)
 	}
 	if !f.isFile(`C:\hpc\c1\app.exe`) {

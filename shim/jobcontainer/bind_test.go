@@ -11,6 +11,7 @@ import (
 	"github.com/containerd/errdefs"
 
 	"github.com/winproc/winproc/shim/compute"
+	"github.com/winproc/winproc/shim/record"
 )
 
 func bindSettings() *compute.Settings {
@@ -44,7 +45,7 @@ func TestCreateWithBindFilter(t *testing.T) {
 	if got := layerCalls(f); !reflect.DeepEqual(got, want) {
 		t.Errorf("calls\n%q\nwant\n%q", got, want)
 	}
-	wantHeld := held{ID: "c1", Scratch: `C:\snapshots\9`, MountPoint: `C:\hpc\c1`, Bindings: []string{`C:\hpc\c1\var\data`, `C:\hpc\c1\etc\certs`}}
+	wantHeld := held{ID: "c1", Scratch: `C:\snapshots\9`, MountPoint: `C:\hpc\c1`, Bindings: []string{`C:\hpc\c1\var\data`, `C:\hpc\c1\etc\certs`}, Shim: record.Self()}
 	if h, ok := b.held(t, "c1"); !ok || !reflect.DeepEqual(h, wantHeld) {
 		t.Errorf("record %+v, %v; want %+v", h, ok, wantHeld)
 	}

@@ -22,13 +22,13 @@ import (
 	apitypes "github.com/containerd/containerd/api/types"
 	runtimeoptions "github.com/containerd/containerd/api/types/runtimeoptions/v1"
 	"github.com/containerd/containerd/v2/pkg/shim"
-	"github.com/containerd/errdefs"
 	"github.com/containerd/log"
 
 	"github.com/winproc/winproc/internal/containerdconn"
 	"github.com/winproc/winproc/internal/containerdnames"
 	"github.com/winproc/winproc/internal/version"
 	"github.com/winproc/winproc/shim/backend"
+	"github.com/winproc/winproc/shim/compute"
 	"github.com/winproc/winproc/shim/options"
 	"github.com/winproc/winproc/shim/pauseimage"
 )
@@ -85,29 +85,11 @@ func (m *Manager) stopSystem(ctx context.Context, id string) error {
 	if err != nil {
 		return fmt.Errorf("open compute backend to clean up task %s: %w", id, err)
 	}
-	sys, err := b.Open(ctx, id)
-	if errdefs.IsNotFound(err) {
-		return nil
+	if err := compute.Teardown(ctx, b, id); err != nil {
+		return fmt.Errorf("clean up task %s: %w", id, err)
 	}
-	if err != nil {
-		return fmt.Errorf("open compute system of task %s: %w", id, err)
-	}
-	var errs []error
-	if err := sys.Terminate(ctx); err != nil && !errdefs.IsNotFound(err) {
-		errs = append(errs, fmt.Errorf("terminate compute system of task %s: %w", id, err))
-	}
-	select {
-	case <-sys.Wait():
-	case <-ctx.Done():
-		errs = append(errs, fmt.Errorf("compute system of task %s did not stop: %w", id, ctx.Err()))
-	}
-	if err := sys.Close(); err != nil {
-		errs = append(errs, fmt.Errorf("release compute system of task %s: %w", id, err))
-	}
-	if len(errs) == 0 {
-		log.G(ctx).WithField("task", id).Info("cleaned up the compute system of a dead shim")
-	}
-	return errors.Join(errs...)
+	log.G(ctx).WithField("task", id).Info("cleaned up the compute system of a dead shim")
+	return nil
 }
 
 // releasePauseRootfs frees what a dead shim held in containerd for task id:

@@ -3,17 +3,21 @@
 // system in the backend's state directory, such as the scratch layer it
 // mounted. containerd's `shim delete` after the serving shim died opens the
 // system from another process, and only the record tells it what to
-// release. The HCS and HostProcess backends keep one each.
+// release. The HCS and HostProcess backends keep one each. Each names the
+// shim that serves its system (Shim), and Why is the rule by which a
+// system no running shim serves is an orphan.
 package record
 
 import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"io"
 	"io/fs"
 	"os"
 	"path/filepath"
 	"regexp"
+	"strings"
 
 	"github.com/containerd/containerd/v2/pkg/sys"
 	"github.com/containerd/errdefs"
@@ -70,7 +74,7 @@ func (d Dir) Write(id string, v any) error {
 		err = cerr
 	}
 	if err == nil {
-		err = os.Rename(tmp.Name(), d.Path(id))
+		err = rename(tmp.Name(), d.Path(id))
 	}
 	if err != nil {
 		os.Remove(tmp.Name())
@@ -84,10 +88,15 @@ func (d Dir) Read(id string, v any) (bool, error) {
 	if d == "" {
 		return false, nil
 	}
-	b, err := os.ReadFile(d.Path(id))
+	f, err := openRecord(d.Path(id))
 	if errors.Is(err, fs.ErrNotExist) {
 		return false, nil
 	}
+	if err != nil {
+		return false, fmt.Errorf("read the record of %s: %w", id, err)
+	}
+	b, err := io.ReadAll(f)
+	f.Close()
 	if err != nil {
 		return false, fmt.Errorf("read the record of %s: %w", id, err)
 	}
@@ -106,4 +115,26 @@ func (d Dir) Remove(id string) error {
 		return fmt.Errorf("remove the record of %s: %w", id, err)
 	}
 	return nil
+}
+
+// IDs lists the ids of the records in the directory; none when it does
+// not exist.
+func (d Dir) IDs() ([]string, error) {
+	if d == "" {
+		return nil, nil
+	}
+	entries, err := os.ReadDir(string(d))
+	if errors.Is(err, fs.ErrNotExist) {
+		return nil, nil
+	}
+	if err != nil {
+		return nil, fmt.Errorf("list the records of %s: %w", d, err)
+	}
+	var ids []string
+	for _, e := range entries {
+		if id, ok := strings.CutSuffix(e.Name(), ".json"); ok && !e.IsDir() && CheckID(id) == nil {
+			ids = append(ids, id)
+		}
+	}
+	return ids, nil
 }

@@ -3,6 +3,7 @@ package record
 import (
 	"os"
 	"path/filepath"
+	"strconv"
 	"strings"
 	"testing"
 
@@ -83,5 +84,66 @@ func TestCheckID(t *testing.T) {
 		if err := CheckID(id); !errdefs.IsInvalidArgument(err) {
 			t.Errorf("CheckID(%q) = %v, want invalid", id, err)
 		}
+	}
+}
+
+// A record read while another goroutine rewrites it reads whole, and
+// neither side is refused: on Windows the reader's open must share
+// delete, and both retry while the other holds the file.
+func TestReadWhileWritten(t *testing.T) {
+	d := Dir(filepath.Join(winetest.TempDir(t), "state"))
+	t.Cleanup(func() {
+		os.Remove(d.Path("a"))
+		os.Remove(string(d))
+	})
+	if err := d.Write("a", held{ID: "a", Scratch: "0"}); err != nil {
+		t.Fatal(err)
+	}
+	done := make(chan error, 1)
+	go func() {
+		for i := range 100 {
+			if err := d.Write("a", held{ID: "a", Scratch: strconv.Itoa(i)}); err != nil {
+				done <- err
+				return
+			}
+		}
+		done <- nil
+	}()
+	reads := 0
+	for {
+		select {
+		case err := <-done:
+			if err != nil {
+				t.Fatalf("write while read: %v", err)
+			}
+			t.Logf("%d reads during 100 writes", reads)
+			return
+		default:
+		}
+		var h held
+		if ok, err := d.Read("a", &h); !ok || err != nil || h.ID != "a" {
+			t.Fatalf("read while written: %v %+v, %v", ok, h, err)
+		}
+		reads++
+	}
+}
+
+// IDs lists the records, not what a write leaves for a moment.
+func TestIDs(t *testing.T) {
+	d := Dir(filepath.Join(winetest.TempDir(t), "state"))
+	if ids, err := d.IDs(); len(ids) != 0 || err != nil {
+		t.Fatalf("IDs of no directory = %v, %v", ids, err)
+	}
+	t.Cleanup(func() { os.RemoveAll(string(d)) })
+	for _, id := range []string{"b", "a"} {
+		if err := d.Write(id, held{ID: id}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if err := os.WriteFile(filepath.Join(string(d), "c.123.tmp"), nil, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	if ids, err := d.IDs(); strings.Join(ids, ",") != "a,b" || err != nil {
+		t.Errorf("IDs = %v, %v", ids, err)
 	}
 }

@@ -7,7 +7,8 @@
  * thread of their own, results are LocalAlloc'ed for the caller to free,
  * notifications come on other threads, and a process's stdout is an
  * overlapped named pipe. It knows the systems "c1" (created), "exists"
- * (already exists) and nothing else ("missing" is not found).
+ * (already exists) and nothing else ("missing" is not found); it lists
+ * "c1" and "foreign" (HcsEnumerateComputeSystems).
  *
  * Processes behave by their command line: "app.exe" writes a line and
  * exits 3; "crash.exe" exits with STATUS_CONTROL_C_EXIT (0xC000013A);
@@ -324,6 +325,23 @@ __declspec(dllexport) HRESULT WINAPI HcsGetComputeSystemProperties(sys_t *s, op_
         s->id, fault(s, L"gone-") || s->stopped ? L"Stopped" : L"Running", s->config, query && *query ? query : L"null");
     complete(op, S_OK, doc);
     free(doc);
+    return S_OK;
+}
+
+/* HcsEnumerateComputeSystems knows "c1" of owner winproc and "foreign" of
+ * owner docker, and lists those whose owner the query names (a query
+ * without owners lists both). */
+__declspec(dllexport) HRESULT WINAPI HcsEnumerateComputeSystems(PCWSTR query, op_t *op) {
+    int any = !query || !wcsstr(query, L"\"Owners\"");
+    WCHAR doc[256] = L"[";
+    if (any || wcsstr(query, L"\"winproc\""))
+        wcscat(doc, L"{\"Id\":\"c1\",\"Owner\":\"winproc\",\"State\":\"Running\",\"SystemType\":\"Container\"}");
+    if (any || wcsstr(query, L"\"docker\"")) {
+        if (doc[1]) wcscat(doc, L",");
+        wcscat(doc, L"{\"Id\":\"foreign\",\"Owner\":\"docker\",\"State\":\"Running\",\"SystemType\":\"Container\"}");
+    }
+    wcscat(doc, L"]");
+    complete(op, S_OK, doc);
     return S_OK;
 }
 
