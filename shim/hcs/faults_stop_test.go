@@ -58,18 +58,20 @@ func TestFaultFailedCreateLeavesNothing(t *testing.T) {
 		t.Run(tc.name, func(t *testing.T) {
 			b, a := testBackend(t)
 			var clears []func()
+			deadline := answerDeadline
 			for name, f := range tc.faults {
 				clears = append(clears, a.inject(t, name, f))
+				deadline = min(deadline, deadlineOf(f))
 			}
 			s := createSettings()
 			s.Resources.CPUAffinity = []compute.CPUGroupAffinity{{Mask: 3}}
-			err, took, returned := callBy(t, faultDeadline, func(ctx context.Context) error { return discardNew(b.Create(ctx, "c", s)) })
+			err, took, returned := callBy(t, deadline, func(ctx context.Context) error { return discardNew(b.Create(ctx, "c", s)) })
 			if !returned {
 				t.FailNow()
 			}
 			wantNamed(t, err, tc.call, tc.hr, tc.class)
-			if took > faultDeadline+faultSlack {
-				t.Errorf("Create returned %v after a deadline of %v", took, faultDeadline)
+			if took > deadline+faultSlack {
+				t.Errorf("Create returned %v after a deadline of %v", took, deadline)
 			}
 			if tc.hr == 0 && tc.call == "HcsCreateComputeSystem" && slices.Contains(a.layerCalls(), "unprepare") && a.operationsLeft() > 0 {
 				t.Error("the scratch was released while HCS still works on the create")

@@ -198,11 +198,26 @@ func classOfCall(c faultCall, k faultClass) func(error) bool {
 }
 
 const (
+	// faultDeadline is the deadline of a call HCS stalls: it returns at
+	// the deadline.
 	faultDeadline = 100 * time.Millisecond
+	// answerDeadline is the deadline of a call HCS fails: it returns with
+	// HCS's answer, long before, on any machine; a short one would race
+	// the answer on a slow one (under Wine with a stack move at every
+	// call, a create takes longer than faultDeadline).
+	answerDeadline = 5 * time.Second
 	// faultSlack is how late past its deadline a call may return: the
 	// cancel's grace and a busy test machine.
 	faultSlack = 400 * time.Millisecond
 )
+
+// deadlineOf is the deadline of a call under fault f.
+func deadlineOf(f fault) time.Duration {
+	if f.stall || f.deaf {
+		return faultDeadline
+	}
+	return answerDeadline
+}
 
 // callBy runs do with a deadline and returns its error and how long it
 // took; a call that does not return by the deadline and a second is an
@@ -246,9 +261,10 @@ func TestFaultCalls(t *testing.T) {
 				if c.also != "" {
 					defer f.a.inject(t, c.also, flt)()
 				}
-				err, took, returned := callBy(t, faultDeadline, func(ctx context.Context) error { return c.do(ctx, f) })
+				deadline := deadlineOf(flt)
+				err, took, returned := callBy(t, deadline, func(ctx context.Context) error { return c.do(ctx, f) })
 				if returned {
-					checkFaultError(t, err, took, c, k)
+					checkFaultError(t, err, took, deadline, c, k)
 				}
 				if k.deaf && returned && f.a.operationsLeft() == 0 {
 					t.Error("an operation HCS did not end is not counted as left to HCS")
@@ -286,13 +302,13 @@ func stoppedBy(c faultCall, err error, f *faultPod) bool {
 	}
 }
 
-func checkFaultError(t *testing.T, err error, took time.Duration, c faultCall, k faultClass) {
+func checkFaultError(t *testing.T, err error, took, deadline time.Duration, c faultCall, k faultClass) {
 	t.Helper()
 	if err == nil {
 		t.Fatal("no error")
 	}
-	if took > faultDeadline+faultSlack {
-		t.Errorf("returned %v after a deadline of %v", took, faultDeadline)
+	if took > deadline+faultSlack {
+		t.Errorf("returned %v after a deadline of %v", took, deadline)
 	}
 	if !strings.Contains(err.Error(), c.hcs) {
 		t.Errorf("%q does not name %s", err, c.hcs)
