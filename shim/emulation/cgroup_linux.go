@@ -191,23 +191,48 @@ func startIn(path string, cmd *exec.Cmd, start func(*exec.Cmd) error) error {
 	return start(cmd)
 }
 
-// cgroupPIDs lists the processes in the cgroup at path (zombies are not
-// listed); a cgroup that is gone holds none.
+// cgroupPIDs lists the processes in the cgroup at path and in the cgroups
+// below it (zombies are not listed): a silo's process may have made a
+// cgroup of its own. A cgroup that is gone holds none.
 func cgroupPIDs(path string) ([]int, error) {
-	b, err := readKernelFile(filepath.Join(path, "cgroup.procs"))
+	var pids []int
+	err := walkCgroup(path, func(dir string) error {
+		b, err := readKernelFile(filepath.Join(dir, "cgroup.procs"))
+		if errors.Is(err, fs.ErrNotExist) {
+			return nil
+		}
+		if err != nil {
+			return err
+		}
+		for _, f := range strings.Fields(string(b)) {
+			if pid, err := strconv.Atoi(f); err == nil {
+				pids = append(pids, pid)
+			}
+		}
+		return nil
+	})
+	return pids, err
+}
+
+// walkCgroup calls fn with the cgroup at path and every cgroup below it,
+// the deepest first, so that fn may remove them. A cgroup that is gone is
+// skipped.
+func walkCgroup(path string, fn func(dir string) error) error {
+	entries, err := os.ReadDir(path)
 	if errors.Is(err, fs.ErrNotExist) {
-		return nil, nil
+		return nil
 	}
 	if err != nil {
-		return nil, err
+		return err
 	}
-	var pids []int
-	for _, f := range strings.Fields(string(b)) {
-		if pid, err := strconv.Atoi(f); err == nil {
-			pids = append(pids, pid)
+	for _, e := range entries {
+		if e.IsDir() {
+			if err := walkCgroup(filepath.Join(path, e.Name()), fn); err != nil {
+				return err
+			}
 		}
 	}
-	return pids, nil
+	return fn(path)
 }
 
 // killCgroup SIGKILLs every process in the cgroup at path at once.
@@ -218,21 +243,28 @@ func killCgroup(path string) error {
 	return nil
 }
 
-// removeCgroup kills what is left in the cgroup at path and removes it once
-// its processes are gone; killGrace bounds the wait. A cgroup that is gone
-// is no error.
+// removeCgroup kills what is left in the cgroup at path and removes it,
+// and the cgroups a process of the silo made below it, the deepest first,
+// once their processes are gone; killGrace bounds the wait. A cgroup that
+// is gone is no error.
 func removeCgroup(ctx context.Context, path string) error {
 	ctx, cancel := context.WithTimeout(ctx, killGrace)
 	defer cancel()
 	// A process can outlive the scans that end a silo: one whose main
 	// thread has exited looks like a zombie while its other threads run.
+	// cgroup.kill reaches the cgroups below too.
 	if err := killCgroup(path); err != nil && !errors.Is(err, fs.ErrNotExist) {
 		return err
 	}
 	for {
-		err := unix.Rmdir(path)
+		err := walkCgroup(path, func(dir string) error {
+			if err := unix.Rmdir(dir); err != nil && !errors.Is(err, unix.ENOENT) {
+				return err
+			}
+			return nil
+		})
 		switch {
-		case err == nil, errors.Is(err, unix.ENOENT):
+		case err == nil:
 			return nil
 		case !errors.Is(err, unix.EBUSY):
 			return fmt.Errorf("remove the silo's cgroup: %w", err)
