@@ -29,6 +29,7 @@ import (
 	"github.com/winproc/winproc/internal/containerdnames"
 	"github.com/winproc/winproc/internal/version"
 	"github.com/winproc/winproc/shim/backend"
+	"github.com/winproc/winproc/shim/compute"
 	"github.com/winproc/winproc/shim/options"
 	"github.com/winproc/winproc/shim/pauseimage"
 )
@@ -103,6 +104,13 @@ func (m *Manager) stopSystem(ctx context.Context, id string) error {
 	}
 	if err := sys.Close(); err != nil {
 		errs = append(errs, fmt.Errorf("release compute system of task %s: %w", id, err))
+	}
+	// A teardown Close carried on in the background must end before
+	// delete does.
+	if d, ok := b.(compute.Drainer); ok {
+		if err := d.Drain(ctx); err != nil {
+			errs = append(errs, fmt.Errorf("tear down compute system of task %s: %w", id, err))
+		}
 	}
 	if len(errs) == 0 {
 		log.G(ctx).WithField("task", id).Info("cleaned up the compute system of a dead shim")
