@@ -10,7 +10,8 @@
 // select nodes of this build and tolerate the os=windows taint; no compute
 // system is left that no running shim serves and containerd has no task
 // of (orphans, where the node's Leftovers can list them: the Linux
-// emulation), which Options.Fix removes.
+// emulation), which Options.Fix removes; and which teardowns are still
+// carried on in the background (terminations).
 //
 // Every check says what it found and, when something is wrong, a concrete
 // fix. The checks reach the node only through System (files, programs,
@@ -104,6 +105,7 @@ const (
 	CheckStateDirs    = "state dirs"
 	CheckHostProcess  = "hostprocess"
 	CheckOrphans      = "orphans"
+	CheckTerminations = "terminations"
 )
 
 // DefaultHandler is the runtime handler name the checks look for.
@@ -177,6 +179,7 @@ func Run(ctx context.Context, o Options) *Report {
 	d.checkStateDirs()
 	d.checkHostProcess()
 	d.checkOrphans(ctx)
+	d.checkTerminations()
 	if len(o.RuntimeClasses) > 0 {
 		d.checkRuntimeClasses()
 	}
