@@ -191,27 +191,24 @@ func startIn(path string, cmd *exec.Cmd, start func(*exec.Cmd) error) error {
 	return start(cmd)
 }
 
-// cgroupPIDs lists the processes in the cgroup at path and in the cgroups
-// below it (zombies are not listed): a silo's process may have made a
-// cgroup of its own. A cgroup that is gone holds none.
+// cgroupPIDs lists the processes in the cgroup at path (zombies are not
+// listed); a cgroup that is gone holds none. Processes in cgroups below it
+// are not the silo's own: cgroup.kill and removeCgroup reach them.
 func cgroupPIDs(path string) ([]int, error) {
+	b, err := readKernelFile(filepath.Join(path, "cgroup.procs"))
+	if errors.Is(err, fs.ErrNotExist) {
+		return nil, nil
+	}
+	if err != nil {
+		return nil, err
+	}
 	var pids []int
-	err := walkCgroup(path, func(dir string) error {
-		b, err := readKernelFile(filepath.Join(dir, "cgroup.procs"))
-		if errors.Is(err, fs.ErrNotExist) {
-			return nil
+	for _, f := range strings.Fields(string(b)) {
+		if pid, err := strconv.Atoi(f); err == nil {
+			pids = append(pids, pid)
 		}
-		if err != nil {
-			return err
-		}
-		for _, f := range strings.Fields(string(b)) {
-			if pid, err := strconv.Atoi(f); err == nil {
-				pids = append(pids, pid)
-			}
-		}
-		return nil
-	})
-	return pids, err
+	}
+	return pids, nil
 }
 
 // walkCgroup calls fn with the cgroup at path and every cgroup below it,
@@ -272,11 +269,14 @@ func removeCgroup(ctx context.Context, path string) error {
 		select {
 		case <-ctx.Done():
 			var left []string
-			pids, _ := cgroupPIDs(path)
-			for _, pid := range pids {
-				st, _ := readStat(pid)
-				left = append(left, fmt.Sprintf("%d %s (%c)", pid, strings.Join(cmdline(pid), " "), st.state))
-			}
+			walkCgroup(path, func(dir string) error {
+				pids, _ := cgroupPIDs(dir)
+				for _, pid := range pids {
+					st, _ := readStat(pid)
+					left = append(left, fmt.Sprintf("%d %s (%c)", pid, strings.Join(cmdline(pid), " "), st.state))
+				}
+				return nil
+			})
 			return fmt.Errorf("remove the silo's cgroup %s: still in use by %v: %w", path, left, ctx.Err())
 		case <-time.After(10 * time.Millisecond):
 		}
