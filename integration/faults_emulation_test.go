@@ -231,7 +231,9 @@ func (r *podRemoval) run(ctx context.Context, n *node.Node, row *faultRow) bool 
 			}
 		},
 		func(ctx context.Context) error { _, err := p.task.Delete(ctx); return ignoreNotFound(err) },
-		func(ctx context.Context) error { return ignoreNotFound(p.c.Delete(ctx, containerd.WithSnapshotCleanup)) },
+		func(ctx context.Context) error {
+			return ignoreNotFound(p.c.Delete(ctx, containerd.WithSnapshotCleanup))
+		},
 		func(ctx context.Context) error { _, err := n.Crictl(ctx, "stopp", p.id); return err },
 		func(ctx context.Context) error { _, err := n.Crictl(ctx, "rmp", p.id); return err },
 	}
