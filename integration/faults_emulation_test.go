@@ -6,7 +6,6 @@ import (
 	"context"
 	"fmt"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"strconv"
 	"strings"
@@ -60,33 +59,10 @@ func siloPIDs(t *testing.T, dir string) []int {
 	return pids
 }
 
-// freezeIn freezes pids in a freezer cgroup of its own; the cleanup and
-// what it returns thaw them.
-func freezeIn(t *testing.T, name string, pids ...int) func() {
-	t.Helper()
-	fz, err := cgfreezer.New(name)
-	if err != nil {
-		t.Fatal(err)
-	}
-	thaw := func() {
-		if err := fz.Remove(); err != nil {
-			t.Errorf("thaw: %v", err)
-		}
-	}
-	t.Cleanup(thaw)
-	if err := fz.Add(pids...); err != nil {
-		t.Fatal(err)
-	}
-	if err := fz.Freeze(); err != nil {
-		t.Fatal(err)
-	}
-	return thaw
-}
-
 // freezeSiloIn freezes every process of the silo: they take SIGKILL only
 // at the thaw.
 func freezeSiloIn(t *testing.T, dir string) func() {
-	return freezeIn(t, "winproc-fault-"+filepath.Base(dir), siloPIDs(t, dir)...)
+	return cgfreezer.Frozen(t, "winproc-fault-"+filepath.Base(dir), siloPIDs(t, dir)...)
 }
 
 // killWineserverIn SIGKILLs the silo's wineserver.
@@ -106,49 +82,15 @@ func killWineserverIn(t *testing.T, dir string) func() {
 // holdDriveCIn keeps the silo's drive C: busy with a process outside the
 // silo whose working directory is there.
 func holdDriveCIn(t *testing.T, dir string) func() {
-	return startHolder(t, filepath.Join(dir, "c"), nil)
+	_, stop := cgfreezer.Sleeper(t, filepath.Join(dir, "c"))
+	return stop
 }
 
 // holdCgroupIn makes a cgroup inside the silo's, with a frozen process in
 // it.
 func holdCgroupIn(t *testing.T, dir string) func() {
 	siloPIDs(t, dir) // skips without a silo cgroup
-	sub := filepath.Join(emulation.SiloCgroup(dir), "held")
-	if err := os.Mkdir(sub, 0o755); err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { os.Remove(sub) })
-	var pid int
-	stop := startHolder(t, "/", func(p int) {
-		pid = p
-		if err := os.WriteFile(filepath.Join(sub, "cgroup.procs"), []byte(strconv.Itoa(p)), 0); err != nil {
-			t.Fatal(err)
-		}
-	})
-	thaw := freezeIn(t, "winproc-fault-"+filepath.Base(dir), pid)
-	return func() { thaw(); stop() }
-}
-
-// startHolder starts `sleep` in dir, calls placed with its pid, and
-// returns what kills it (also run when the test ends).
-func startHolder(t *testing.T, dir string, placed func(pid int)) func() {
-	t.Helper()
-	cmd := exec.Command("sleep", "600")
-	cmd.Dir = dir
-	if err := cmd.Start(); err != nil {
-		t.Fatal(err)
-	}
-	waited := make(chan struct{})
-	go func() { cmd.Wait(); close(waited) }()
-	stop := func() {
-		cmd.Process.Kill()
-		<-waited
-	}
-	t.Cleanup(stop)
-	if placed != nil {
-		placed(cmd.Process.Pid)
-	}
-	return stop
+	return cgfreezer.HeldCgroup(t, emulation.SiloCgroup(dir))
 }
 
 // emulationFault starts f.count serving pods, applies fault to each pod's

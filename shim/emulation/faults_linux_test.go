@@ -6,8 +6,6 @@ import (
 	"context"
 	"errors"
 	"os"
-	"os/exec"
-	"path/filepath"
 	"strconv"
 	"testing"
 	"time"
@@ -54,30 +52,7 @@ func freezeSilo(t *testing.T, sys *system) func() {
 	for _, p := range procs {
 		pids = append(pids, p.pid)
 	}
-	return frozen(t, "winproc-test-"+sys.id, pids...)
-}
-
-// frozen moves pids into a new freezer cgroup and freezes it; the cleanup
-// thaws and removes it.
-func frozen(t *testing.T, name string, pids ...int) func() {
-	t.Helper()
-	fz, err := cgfreezer.New(name)
-	if err != nil {
-		t.Fatal(err)
-	}
-	clear := func() {
-		if err := fz.Remove(); err != nil {
-			t.Errorf("thaw: %v", err)
-		}
-	}
-	t.Cleanup(clear)
-	if err := fz.Add(pids...); err != nil {
-		t.Fatal(err)
-	}
-	if err := fz.Freeze(); err != nil {
-		t.Fatal(err)
-	}
-	return clear
+	return cgfreezer.Frozen(t, "winproc-test-"+sys.id, pids...)
 }
 
 // killServer SIGKILLs the silo's wineserver; there is nothing to clear.
@@ -91,7 +66,8 @@ func killServer(t *testing.T, sys *system) func() {
 // holdDriveC starts a process outside the silo with its working directory
 // in the silo's C:, which keeps that overlay busy.
 func holdDriveC(t *testing.T, sys *system) func() {
-	return holder(t, sys.cdir, nil)
+	_, stop := cgfreezer.Sleeper(t, sys.cdir)
+	return stop
 }
 
 // holdCgroup makes a cgroup inside the silo's and leaves a frozen process
@@ -100,49 +76,7 @@ func holdCgroup(t *testing.T, sys *system) func() {
 	if sys.st.Cgroup == "" {
 		t.Skip("no cgroup v2 hierarchy for silos")
 	}
-	sub := filepath.Join(sys.st.Cgroup, "held")
-	if err := os.Mkdir(sub, 0o755); err != nil {
-		t.Fatal(err)
-	}
-	stop := holder(t, "/", func(pid int) {
-		if err := os.WriteFile(filepath.Join(sub, "cgroup.procs"), []byte(strconv.Itoa(pid)), 0); err != nil {
-			t.Fatal(err)
-		}
-	})
-	thaw := frozen(t, "winproc-test-"+sys.id, heldPID(t, sub))
-	t.Cleanup(func() { os.Remove(sub) })
-	return func() { thaw(); stop() }
-}
-
-// heldPID is the one process in the cgroup sub.
-func heldPID(t *testing.T, sub string) int {
-	pids, err := cgroupPIDs(sub)
-	if err != nil || len(pids) != 1 {
-		t.Fatalf("processes in %s: %v %v", sub, pids, err)
-	}
-	return pids[0]
-}
-
-// holder starts `sleep` in dir, calls placed with its pid, and returns what
-// kills it (also run at the test's end).
-func holder(t *testing.T, dir string, placed func(pid int)) func() {
-	t.Helper()
-	cmd := exec.Command("sleep", "600")
-	cmd.Dir = dir
-	if err := cmd.Start(); err != nil {
-		t.Fatal(err)
-	}
-	waited := make(chan struct{})
-	go func() { cmd.Wait(); close(waited) }()
-	stop := func() {
-		cmd.Process.Kill()
-		<-waited
-	}
-	t.Cleanup(stop)
-	if placed != nil {
-		placed(cmd.Process.Pid)
-	}
-	return stop
+	return cgfreezer.HeldCgroup(t, sys.st.Cgroup)
 }
 
 // TestSiloFaults runs each fault on a real silo with a process in it:
