@@ -19,8 +19,8 @@ import (
 )
 
 // closeBound is how long Close may take while a fault holds: its wait for
-// the processes, its teardown attempt, and a second of slack.
-const closeBound = closeWait + closeTeardown + time.Second
+// the processes (2 s), its teardown attempt (3 s), and a second of slack.
+const closeBound = 6 * time.Second
 
 // siloFault is a fault made from outside the shim on a running silo; apply
 // returns what clears it.
