@@ -10,6 +10,7 @@ import (
 	"path/filepath"
 	"strconv"
 	"strings"
+	"syscall"
 	"time"
 )
 
@@ -99,23 +100,31 @@ func (c *Cgroup) set(state string) error {
 }
 
 // Remove thaws the cgroup, moves what is left in it back to the root and
-// removes it.
+// removes it; a process that was killed while frozen keeps the cgroup busy
+// for a moment as it exits, so the removal is retried for up to 10 s.
 func (c *Cgroup) Remove() error {
 	if err := c.Thaw(); err != nil && !errors.Is(err, os.ErrNotExist) {
 		return err
 	}
-	b, err := os.ReadFile(filepath.Join(c.dir, "cgroup.procs"))
-	if errors.Is(err, os.ErrNotExist) {
-		return nil
+	deadline := time.Now().Add(10 * time.Second)
+	for {
+		b, err := os.ReadFile(filepath.Join(c.dir, "cgroup.procs"))
+		if errors.Is(err, os.ErrNotExist) {
+			return nil
+		}
+		if err != nil {
+			return err
+		}
+		for _, f := range strings.Fields(string(b)) {
+			os.WriteFile(filepath.Join(c.root, "cgroup.procs"), []byte(f), 0)
+		}
+		err = os.Remove(c.dir)
+		switch {
+		case err == nil, errors.Is(err, os.ErrNotExist):
+			return nil
+		case !errors.Is(err, syscall.EBUSY) || time.Now().After(deadline):
+			return fmt.Errorf("remove the freezer cgroup: %w", err)
+		}
+		time.Sleep(20 * time.Millisecond)
 	}
-	if err != nil {
-		return err
-	}
-	for _, f := range strings.Fields(string(b)) {
-		os.WriteFile(filepath.Join(c.root, "cgroup.procs"), []byte(f), 0)
-	}
-	if err := os.Remove(c.dir); err != nil && !errors.Is(err, os.ErrNotExist) {
-		return fmt.Errorf("remove the freezer cgroup: %w", err)
-	}
-	return nil
 }
