@@ -116,7 +116,11 @@ bench: tools wine
 # Long runs, not part of `test`: SOAK_CYCLES pod cycles through crictl and
 # containerd (a table every 100 cycles; fails on a lost byte, a leak,
 # descriptor growth or slowing down), and FAULT_PODS serving pods through
-# restarts of containerd and the snapshotter, a killed shim and a full disk.
+# restarts of containerd and the snapshotter, a killed shim and a full disk,
+# then FAULT_PODS new pods through each of the emulation's faults (a frozen
+# silo, a dead wineserver, a busy mount, a held cgroup) while crictl stops
+# and removes them; it prints a table of calls within their deadline, pods
+# removed and anything left.
 SOAK_CYCLES ?= 1000
 FAULT_PODS  ?= 20
 .PHONY: soak faults

@@ -11,7 +11,9 @@
 // system is left that no running shim serves and containerd has no task
 // of (orphans, where the node's Leftovers can list them: the Linux
 // emulation, and on Windows HCS's compute systems and the HCS and
-// HostProcess backends' records), which Options.Fix removes.
+// HostProcess backends' records), which Options.Fix removes; and which
+// teardowns or terminates are still carried on in the background
+// (terminations).
 //
 // Every check says what it found and, when something is wrong, a concrete
 // fix. The checks reach the node only through System (files, programs,
@@ -105,6 +107,7 @@ const (
 	CheckStateDirs    = "state dirs"
 	CheckHostProcess  = "hostprocess"
 	CheckOrphans      = "orphans"
+	CheckTerminations = "terminations"
 )
 
 // DefaultHandler is the runtime handler name the checks look for.
@@ -178,6 +181,7 @@ func Run(ctx context.Context, o Options) *Report {
 	d.checkStateDirs()
 	d.checkHostProcess()
 	d.checkOrphans(ctx)
+	d.checkTerminations()
 	if len(o.RuntimeClasses) > 0 {
 		d.checkRuntimeClasses()
 	}

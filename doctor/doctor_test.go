@@ -285,7 +285,7 @@ func TestDoctorRunHealthy(t *testing.T) {
 			t.Errorf("%s: %s %q, fix %q", c.Name, c.Status, c.Summary, c.Fix)
 		}
 	}
-	want := []string{CheckConfig, CheckHandler, CheckProxyPlugins, CheckUnpack, CheckShim, CheckContainerd, CheckSnapshotter, CheckPlugins, CheckPauseImage, CheckStateDirs, CheckHostProcess}
+	want := []string{CheckConfig, CheckHandler, CheckProxyPlugins, CheckUnpack, CheckShim, CheckContainerd, CheckSnapshotter, CheckPlugins, CheckPauseImage, CheckStateDirs, CheckHostProcess, CheckTerminations}
 	if fmt.Sprint(names) != fmt.Sprint(want) {
 		t.Errorf("checks %v, want %v", names, want)
 	}
@@ -300,7 +300,7 @@ func TestDoctorRunHealthy(t *testing.T) {
 		"OK    handler        winproc: runtime_type io.containerd.winproc.v2, sandboxer shim, snapshotter windowsfilter\n",
 		"      pause_image example.com/winproc/pause:test\n",
 		"OK    state dirs     administrators only: /var/lib/winproc-snapshotter\n",
-		"\n11 checks: 0 failed, 0 warnings\n",
+		"\n12 checks: 0 failed, 0 warnings\n",
 	} {
 		if !strings.Contains(text.String(), want) {
 			t.Errorf("text output lacks %q", want)

@@ -3,34 +3,36 @@
 package doctor
 
 import (
-	"context"
 	"fmt"
 	"path/filepath"
-	"time"
 
 	"github.com/winproc/winproc/internal/containerdnames"
 	"github.com/winproc/winproc/shim/hcs"
 )
 
-// hcsTerminations lists the terminates the HCS backend's running shims
-// carry on in the background (hcs.PendingTerminations), one line each,
-// from the records under winproc's state root
-// (containerdnames.StateRootWindows): a compute system that did not stop
-// when its pod was removed. One whose shim is gone is the orphans
-// check's.
-func hcsTerminations(ctx context.Context, stateRoot string) ([]string, error) {
+// localTerminations lists the terminates the HCS backend's running shims
+// carry on in the background, from the records under winproc's state root
+// (containerdnames.StateRootWindows; containerd's state dir is not where
+// they are).
+func localTerminations(string) ([]Termination, error) {
+	return hcsTerminations(containerdnames.StateRootWindows)
+}
+
+// hcsTerminations lists the terminates (hcs.PendingTerminations) under
+// stateRoot: a compute system that did not stop when its pod was removed.
+// One whose shim is gone is the orphans check's.
+func hcsTerminations(stateRoot string) ([]Termination, error) {
 	pending, err := hcs.PendingTerminations(filepath.Join(stateRoot, filepath.Base(containerdnames.ShimStateDirWindows)))
 	if err != nil {
 		return nil, fmt.Errorf("read the pending terminates of the HCS backend: %w", err)
 	}
-	var out []string
+	var out []Termination
 	for _, p := range pending {
-		line := fmt.Sprintf("compute system %s: terminating since %s (%s), %d attempts", p.ID, p.Since.Format(time.RFC3339), time.Since(p.Since).Round(time.Second), p.Attempts)
+		t := Termination{ID: p.ID, Attempts: p.Attempts, Since: p.Since, GiveUp: p.GiveUp, LastError: "none"}
 		if p.LastError != nil {
-			line += ", last error: " + p.LastError.Error()
+			t.LastError = p.LastError.Error()
 		}
-		line += fmt.Sprintf("; its shim gives up at %s", p.GiveUp.Format(time.RFC3339))
-		out = append(out, line)
+		out = append(out, t)
 	}
 	return out, nil
 }

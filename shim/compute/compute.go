@@ -77,6 +77,13 @@ type ShutdownGracer interface {
 	ShutdownGrace() time.Duration
 }
 
+// Drainer is a Backend that carries work on in the background after a call
+// has returned (a teardown that could not finish within Close). Drain waits
+// for that work to end, bounded by ctx; the shim drains before it exits.
+type Drainer interface {
+	Drain(ctx context.Context) error
+}
+
 // Signal is a Windows console control event. Windows processes have no
 // POSIX signals; the shim maps containerd's signals onto these, and
 // SIGKILL onto Process.Kill.

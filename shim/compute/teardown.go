@@ -10,7 +10,8 @@ import (
 
 // Teardown ends what is left of the compute system id once no shim serves
 // it: it opens the system, terminates it, waits for it to stop (until ctx
-// ends) and closes it, which releases what the backend held for it. It is
+// ends) and closes it, which releases what the backend held for it, and
+// waits for the backend's background teardowns (Drainer). It is
 // the shim's `delete` after a dead shim, and a sweep of orphans. A system
 // that is no longer there is no error.
 func Teardown(ctx context.Context, b Backend, id string) error {
@@ -32,6 +33,13 @@ func Teardown(ctx context.Context, b Backend, id string) error {
 	}
 	if err := sys.Close(); err != nil {
 		errs = append(errs, fmt.Errorf("release compute system %s: %w", id, err))
+	}
+	// A teardown Close carried on in the background ends before this
+	// does: what called it (a delete, a sweep) leaves nothing behind.
+	if d, ok := b.(Drainer); ok {
+		if err := d.Drain(ctx); err != nil {
+			errs = append(errs, fmt.Errorf("tear down compute system %s: %w", id, err))
+		}
 	}
 	return errors.Join(errs...)
 }

@@ -63,9 +63,14 @@ type Backend struct {
 	// cgroups is where silos' cgroups are made, nil where the machine
 	// offers no writable cgroup v2 hierarchy.
 	cgroups *cgroupTree
+	// carry holds the teardowns carried on in the background.
+	carry carrier
 }
 
-var _ compute.Backend = (*Backend)(nil)
+var (
+	_ compute.Backend = (*Backend)(nil)
+	_ compute.Drainer = (*Backend)(nil)
+)
 
 // New returns a Backend keeping its systems under cfg.Root. It makes the
 // calling process a child subreaper (PR_SET_CHILD_SUBREAPER): orphaned Wine

@@ -192,7 +192,8 @@ func startIn(path string, cmd *exec.Cmd, start func(*exec.Cmd) error) error {
 }
 
 // cgroupPIDs lists the processes in the cgroup at path (zombies are not
-// listed); a cgroup that is gone holds none.
+// listed); a cgroup that is gone holds none. Processes in cgroups below it
+// are not the silo's own: cgroup.kill and removeCgroup reach them.
 func cgroupPIDs(path string) ([]int, error) {
 	b, err := readKernelFile(filepath.Join(path, "cgroup.procs"))
 	if errors.Is(err, fs.ErrNotExist) {
@@ -210,6 +211,27 @@ func cgroupPIDs(path string) ([]int, error) {
 	return pids, nil
 }
 
+// walkCgroup calls fn with the cgroup at path and every cgroup below it,
+// the deepest first, so that fn may remove them. A cgroup that is gone is
+// skipped.
+func walkCgroup(path string, fn func(dir string) error) error {
+	entries, err := os.ReadDir(path)
+	if errors.Is(err, fs.ErrNotExist) {
+		return nil
+	}
+	if err != nil {
+		return err
+	}
+	for _, e := range entries {
+		if e.IsDir() {
+			if err := walkCgroup(filepath.Join(path, e.Name()), fn); err != nil {
+				return err
+			}
+		}
+	}
+	return fn(path)
+}
+
 // killCgroup SIGKILLs every process in the cgroup at path at once.
 func killCgroup(path string) error {
 	if err := os.WriteFile(filepath.Join(path, "cgroup.kill"), []byte("1"), 0); err != nil {
@@ -218,21 +240,28 @@ func killCgroup(path string) error {
 	return nil
 }
 
-// removeCgroup kills what is left in the cgroup at path and removes it once
-// its processes are gone; killGrace bounds the wait. A cgroup that is gone
-// is no error.
+// removeCgroup kills what is left in the cgroup at path and removes it,
+// and the cgroups a process of the silo made below it, the deepest first,
+// once their processes are gone; killGrace bounds the wait. A cgroup that
+// is gone is no error.
 func removeCgroup(ctx context.Context, path string) error {
 	ctx, cancel := context.WithTimeout(ctx, killGrace)
 	defer cancel()
 	// A process can outlive the scans that end a silo: one whose main
 	// thread has exited looks like a zombie while its other threads run.
+	// cgroup.kill reaches the cgroups below too.
 	if err := killCgroup(path); err != nil && !errors.Is(err, fs.ErrNotExist) {
 		return err
 	}
 	for {
-		err := unix.Rmdir(path)
+		err := walkCgroup(path, func(dir string) error {
+			if err := unix.Rmdir(dir); err != nil && !errors.Is(err, unix.ENOENT) {
+				return err
+			}
+			return nil
+		})
 		switch {
-		case err == nil, errors.Is(err, unix.ENOENT):
+		case err == nil:
 			return nil
 		case !errors.Is(err, unix.EBUSY):
 			return fmt.Errorf("remove the silo's cgroup: %w", err)
@@ -240,11 +269,14 @@ func removeCgroup(ctx context.Context, path string) error {
 		select {
 		case <-ctx.Done():
 			var left []string
-			pids, _ := cgroupPIDs(path)
-			for _, pid := range pids {
-				st, _ := readStat(pid)
-				left = append(left, fmt.Sprintf("%d %s (%c)", pid, strings.Join(cmdline(pid), " "), st.state))
-			}
+			walkCgroup(path, func(dir string) error {
+				pids, _ := cgroupPIDs(dir)
+				for _, pid := range pids {
+					st, _ := readStat(pid)
+					left = append(left, fmt.Sprintf("%d %s (%c)", pid, strings.Join(cmdline(pid), " "), st.state))
+				}
+				return nil
+			})
 			return fmt.Errorf("remove the silo's cgroup %s: still in use by %v: %w", path, left, ctx.Err())
 		case <-time.After(10 * time.Millisecond):
 		}

@@ -80,7 +80,7 @@ func (b *Backend) mountHostProcess(ctx context.Context, dir string, st *persiste
 	mp := b.hostMountPoint(st.ID)
 	// What a container of this id left here (its shim died, and its
 	// Root/<id> went without a teardown) goes first.
-	if err := unmountAll(mp); err != nil {
+	if err := unmountAll(ctx, mp); err != nil {
 		return fmt.Errorf("emulation: mount point: %w", err)
 	}
 	if err := os.Mkdir(mp, 0o755); err != nil && !errors.Is(err, fs.ErrExist) {
@@ -119,7 +119,7 @@ func (b *Backend) leaveHostProcess(ctx context.Context, id string, st *persisted
 	defer unlock()
 	// The mount point is found by the id, never taken from state.json.
 	mp := b.hostMountPoint(id)
-	if err := unmountAll(mp); err != nil {
+	if err := unmountAll(ctx, mp); err != nil {
 		return fmt.Errorf("emulation: system %s: %w", id, err)
 	}
 	if err := os.Remove(mp); err != nil && !errors.Is(err, fs.ErrNotExist) {

@@ -3,6 +3,7 @@
 package emulation
 
 import (
+	"context"
 	"errors"
 	"fmt"
 	"os"
@@ -158,7 +159,7 @@ func bindMount(source, target string, ro bool) error {
 		}
 	}
 	if err != nil {
-		unmount(target)
+		unmount(context.Background(), target)
 		return fmt.Errorf("remount %s read-only: %w", target, err)
 	}
 	return nil
@@ -202,12 +203,16 @@ func mountsUnder(dir string) ([]string, error) {
 	return out, nil
 }
 
-// unmount unmounts target, retrying a busy mount for up to two seconds
-// (a process that just died may still hold it for a moment), then detaching
-// it lazily: it disappears from the namespace at once and is freed when its
-// last user goes. A target that is not mounted is not an error.
-func unmount(target string) error {
+// unmount unmounts target, retrying a busy mount for up to two seconds, or
+// until ctx is done (a process that just died may still hold it for a
+// moment), then detaching it lazily: it disappears from the namespace at
+// once and is freed when its last user goes. A target that is not mounted
+// is not an error.
+func unmount(ctx context.Context, target string) error {
 	deadline := time.Now().Add(2 * time.Second)
+	if d, ok := ctx.Deadline(); ok && d.Before(deadline) {
+		deadline = d
+	}
 	for {
 		err := unix.Unmount(target, 0)
 		switch {
@@ -229,7 +234,7 @@ func unmount(target string) error {
 }
 
 // unmountAll unmounts everything at or below dir.
-func unmountAll(dir string) error {
+func unmountAll(ctx context.Context, dir string) error {
 	var errs []error
 	// Twice: a first pass may leave a mount another covered, or one that
 	// propagated back.
@@ -243,7 +248,7 @@ func unmountAll(dir string) error {
 		}
 		errs = errs[:0]
 		for _, mp := range mps {
-			if err := unmount(mp); err != nil {
+			if err := unmount(ctx, mp); err != nil {
 				errs = append(errs, err)
 			}
 		}

@@ -65,6 +65,9 @@ type persisted struct {
 	// host prefix (hostprocess_linux.go) and has no prefix, C: or
 	// wineserver of its own.
 	HostProcess *hostProcessState `json:"hostProcess,omitempty"`
+	// Teardown is set while a teardown that could not finish is carried
+	// on in the background (carryon_linux.go), and after it was given up.
+	Teardown *teardownRecord `json:"teardown,omitempty"`
 }
 
 const stateVersion = 1

@@ -27,8 +27,11 @@ const (
 	// SIGTERM in a shutdown before it is killed.
 	shutdownServerGrace = 5 * time.Second
 	// closeWait bounds how long Close waits for a terminated system to
-	// stop before it tears it down.
-	closeWait = 10 * time.Second
+	// stop before it tears it down, and closeTeardown how long it tries
+	// to; what is not done by then is carried on in the background
+	// (carryon_linux.go).
+	closeWait     = 2 * time.Second
+	closeTeardown = 3 * time.Second
 )
 
 type phase int
@@ -248,9 +251,13 @@ func (s *system) Terminate(ctx context.Context) error {
 }
 
 // Close releases the system. A system that has stopped, or that was
-// terminated (Close then waits up to 10 s for its processes to go), is torn
-// down: its mounts are unmounted and Root/<id> is removed. A system still
-// running is left running, reachable with Open.
+// terminated, is torn down: its mounts are unmounted and Root/<id> is
+// removed. Close waits at most closeWait for a terminated system's
+// processes to go and closeTeardown for the teardown; a teardown that
+// cannot finish by then (processes that ignore SIGKILL for a while, a busy
+// cgroup) is carried on in the background (Backend.Drain waits for it) and
+// is no error of Close. A system still running is left running, reachable
+// with Open.
 func (s *system) Close() error {
 	s.mu.Lock()
 	if s.closed {
@@ -270,15 +277,31 @@ func (s *system) Close() error {
 	if s.monitorDone != nil {
 		<-s.monitorDone
 	}
-	var err error
+	stopped := false
 	select {
 	case <-s.done:
-		s.mu.Lock()
-		st := s.st
-		s.mu.Unlock()
-		err = s.b.removeSystem(context.Background(), s.dir, st)
+		stopped = true
 	default:
 	}
-	s.b.forget(s)
-	return err
+	if !stopped && !terminated {
+		s.b.forget(s)
+		return nil
+	}
+	s.mu.Lock()
+	st := *s.st
+	s.mu.Unlock()
+	err := fmt.Errorf("emulation: system %s: its processes did not go within %v of its termination", s.id, closeWait)
+	if stopped {
+		ctx, cancel := context.WithTimeout(context.Background(), closeTeardown)
+		err = s.b.removeSystem(ctx, s.dir, &st)
+		cancel()
+	}
+	if err == nil {
+		s.b.forget(s)
+		return nil
+	}
+	// The system stays registered with the reaper until the teardown
+	// ends: its processes' zombies are reaped as they go.
+	s.b.carryOn(s.id, s.dir, &st, err, func() { s.b.forget(s) })
+	return nil
 }

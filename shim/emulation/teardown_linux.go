@@ -148,13 +148,13 @@ func teardown(ctx context.Context, dir string, st *persisted) error {
 	if st != nil && st.Cgroup != "" {
 		if err := removeCgroup(ctx, st.Cgroup); err != nil {
 			// The mounts go anyway: a busy one is detached.
-			if uerr := unmountAll(dir); uerr != nil {
+			if uerr := unmountAll(ctx, dir); uerr != nil {
 				return errors.Join(err, uerr)
 			}
 			return err
 		}
 	}
-	if err := unmountAll(dir); err != nil {
+	if err := unmountAll(ctx, dir); err != nil {
 		return err
 	}
 	if st != nil {

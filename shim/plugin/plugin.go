@@ -22,6 +22,7 @@ import (
 	"github.com/winproc/winproc/internal/containerdconn"
 	"github.com/winproc/winproc/internal/containerdnames"
 	"github.com/winproc/winproc/shim/backend"
+	"github.com/winproc/winproc/shim/compute"
 	"github.com/winproc/winproc/shim/imagecheck"
 	"github.com/winproc/winproc/shim/options"
 	"github.com/winproc/winproc/shim/pauseimage"
@@ -67,6 +68,11 @@ func newServices(ic *plugin.InitContext) (any, error) {
 	b, err := backend.New(ic.Context, opts)
 	if err != nil {
 		return nil, err
+	}
+	if d, ok := b.(compute.Drainer); ok {
+		// Teardowns carried on in the background end before the shim
+		// does, within shutdown's bound on its callbacks.
+		sd.(shutdown.Service).RegisterCallback(d.Drain)
 	}
 	host, err := backend.HostBuild(opts)
 	if err != nil {

@@ -54,6 +54,9 @@ type Service struct {
 	// no process.
 	heldSandbox string
 	heldSince   time.Time
+	// draining is set while an idle shim waits for its backend's
+	// background work before it stops (ShutdownIfIdle).
+	draining bool
 }
 
 // SetPodKind records whether the pod the shim serves is a HostProcess pod.
@@ -370,15 +373,42 @@ func (s *Service) HoldForSandbox(id string) {
 	s.heldSandbox, s.heldSince = id, time.Now()
 }
 
+// drainTimeout bounds how long an idle shim stays for the work its backend
+// carries on in the background (a teardown the emulation retries for 10
+// minutes at most).
+const drainTimeout = 10 * time.Minute
+
 // ShutdownIfIdle stops the shim unless it still holds a task or a
-// sandbox.
+// sandbox. The backend's background work (compute.Drainer) is the shim's:
+// the shim stops once it has ended, within drainTimeout, and still idle.
 func (s *Service) ShutdownIfIdle() {
 	s.mu.Lock()
 	idle := len(s.containers) == 0 && s.heldSandbox == ""
+	start := idle && !s.draining
+	s.draining = s.draining || idle
 	s.mu.Unlock()
-	if idle {
-		s.shutdown.Shutdown()
+	if !start {
+		return
 	}
+	d, ok := s.backend.(compute.Drainer)
+	if !ok {
+		s.shutdown.Shutdown()
+		return
+	}
+	go func() {
+		ctx, cancel := context.WithTimeout(context.Background(), drainTimeout)
+		defer cancel()
+		if err := d.Drain(ctx); err != nil {
+			log.G(ctx).WithError(err).Warn("stopping with background teardowns pending: the shim's delete or winproc doctor -fix removes what they leave")
+		}
+		s.mu.Lock()
+		idle := len(s.containers) == 0 && s.heldSandbox == ""
+		s.draining = false
+		s.mu.Unlock()
+		if idle {
+			s.shutdown.Shutdown()
+		}
+	}()
 }
 
 // TaskProcess is a process of a task's compute system.

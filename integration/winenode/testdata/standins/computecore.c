@@ -69,6 +69,7 @@ typedef struct process process_t;
 
 typedef struct {
     WCHAR id[256];
+    WCHAR owner[64];
     WCHAR volume[MAX_PATH]; /* the container's C:\ */
     HANDLE job;
     FILETIME started;
@@ -482,6 +483,7 @@ __declspec(dllexport) HRESULT WINAPI HcsCreateComputeSystem(PCWSTR id, PCWSTR co
     }
     s = calloc(1, sizeof(sys_t));
     wcsncpy(s->id, id, 255);
+    json_string(config, L"Owner", s->owner, 64);
     /* Storage.Path: the one "Path" that names a volume. */
     for (const WCHAR *p = config; (p = wcsstr(p, L"\"Path\":\"")); p++) {
         json_read(p + wcslen(L"\"Path\":"), volume, MAX_PATH);
@@ -513,6 +515,36 @@ __declspec(dllexport) HRESULT WINAPI HcsOpenComputeSystem(PCWSTR id, DWORD acces
     *out = find_system(id);
     LeaveCriticalSection(&lock);
     return *out ? S_OK : HCS_E_SYSTEM_NOT_FOUND;
+}
+
+/* HcsEnumerateComputeSystems lists the systems this process knows (the
+ * stand-in's systems are known only to the process that made them), of
+ * the owners the query names, if it names any. */
+__declspec(dllexport) HRESULT WINAPI HcsEnumerateComputeSystems(PCWSTR query, op_t *op)
+{
+    size_t n = 2, used;
+    WCHAR *doc, owner[80];
+    LONG i;
+    EnterCriticalSection(&lock);
+    n += (size_t)nsystems * 400;
+    doc = calloc(n, sizeof(WCHAR));
+    wcscpy(doc, L"[");
+    for (i = 0; i < nsystems; i++) {
+        sys_t *s = systems[i];
+        if (!s)
+            continue;
+        swprintf(owner, 80, L"\"%ls\"", s->owner);
+        if (query && wcsstr(query, L"\"Owners\"") && !wcsstr(query, owner))
+            continue;
+        used = wcslen(doc);
+        swprintf(doc + used, n - used, L"%ls{\"Id\":\"%ls\",\"Owner\":\"%ls\",\"State\":\"Running\",\"SystemType\":\"Container\"}",
+                 used > 1 ? L"," : L"", s->id, s->owner);
+    }
+    LeaveCriticalSection(&lock);
+    wcscat(doc, L"]");
+    complete(op, S_OK, doc);
+    free(doc);
+    return S_OK;
 }
 
 /* Systems stay known to this process until terminated: a handle's close
