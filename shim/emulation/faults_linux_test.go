@@ -160,3 +160,50 @@ func checkPending(t *testing.T, root, id string, want bool) {
 		t.Errorf("teardown of %s pending: %v, want %v (%+v)", id, got, want, pending)
 	}
 }
+
+// A killed process that cannot end (its cgroup frozen) has its exit
+// reported by exitGrace: a stop waiting for it returns in the kubelet's
+// deadline, and the system's teardown ends it once it can.
+func TestKilledFrozenProcessExits(t *testing.T) {
+	if _, err := cgfreezer.Mount(); err != nil {
+		t.Skip(err)
+	}
+	f := newFixture(t)
+	sys := f.start(t, "frozen-kill", &compute.Settings{Layers: f.basicLayers(t)}).(*system)
+	var out syncbuffer.Buffer
+	p, err := sys.CreateProcess(context.Background(), &compute.ProcessSettings{CommandLine: `C:\pause.exe`, Stdout: &out, Stderr: &out})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer p.Close()
+	waitIdle(t, int(p.Pid()))
+	clear := freezeSilo(t, sys)
+	start := time.Now()
+	if err := p.Kill(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	select {
+	case <-p.Wait():
+	case <-time.After(exitGrace + 5*time.Second):
+		t.Fatalf("the killed frozen process's exit did not come in %v", exitGrace+5*time.Second)
+	}
+	if d := time.Since(start); d < exitGrace {
+		t.Errorf("the exit came after %v, before the grace %v: the process could not have ended", d, exitGrace)
+	}
+	if code, err := p.ExitCode(); code != 1 || err != nil {
+		t.Errorf("ExitCode = %d, %v; want 1, a terminated process's", code, err)
+	}
+	if err := sys.Terminate(context.Background()); err != nil && !errdefs.IsNotFound(err) {
+		t.Fatal(err)
+	}
+	if err := sys.Close(); err != nil {
+		t.Error(err)
+	}
+	clear()
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	if err := f.b.Drain(ctx); err != nil {
+		t.Fatalf("drain: %v", err)
+	}
+	f.checkGone(t, "frozen-kill")
+}

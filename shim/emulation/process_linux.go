@@ -48,6 +48,8 @@ type process struct {
 	stdinClosed chan struct{} // closed by CloseStdin (Terminal: stops forwarding)
 	closeOnce   sync.Once
 	done        chan struct{}
+	doneOnce    sync.Once
+	killOnce    sync.Once
 
 	mu       sync.Mutex
 	exitCode int
@@ -315,10 +317,37 @@ func (p *process) wait() {
 		<-drained
 	}
 	p.closeFiles()
-	p.mu.Lock()
-	p.exitCode, p.waitErr = code, err
-	p.mu.Unlock()
-	close(p.done)
+	p.finish(code, err)
+}
+
+// finish records the process's exit and closes Wait, once: the exit
+// given up on (exitGrace) or the real one, whichever comes first.
+func (p *process) finish(code int, err error) {
+	p.doneOnce.Do(func() {
+		p.mu.Lock()
+		p.exitCode, p.waitErr = code, err
+		p.mu.Unlock()
+		close(p.done)
+	})
+}
+
+// exitGrace is how long a SIGKILLed process has to end before its exit
+// is reported anyway. A process in a frozen cgroup takes SIGKILL only
+// when thawed; a stop waiting for it would hold its container and pod
+// past the kubelet's deadline, and HCS's terminate gives a process no
+// such say. The system's teardown, carried on in the background, ends it.
+const exitGrace = 5 * time.Second
+
+// reportKilledAfterGrace reports a SIGKILLed process exited (1, as
+// TerminateProcess's) if it has not ended after exitGrace.
+func (p *process) reportKilledAfterGrace() {
+	select {
+	case <-p.done:
+		return
+	case <-time.After(exitGrace):
+	}
+	log.L.WithFields(log.Fields{"system": p.sys.id, "pid": p.pid, "grace": exitGrace}).Warn("emulation: a killed process has not ended (its cgroup frozen?); its exit is reported as terminated, and its system's teardown goes on ending it")
+	p.finish(1, nil)
 }
 
 // exitCode is the exit code of a finished Wine process as the kernel tells
@@ -400,9 +429,14 @@ func (p *process) Signal(ctx context.Context, s compute.Signal) error {
 	return errInvalid("emulation: unknown signal %v", s)
 }
 
-// Kill SIGKILLs the Wine process (only it, as TerminateProcess would).
+// Kill SIGKILLs the Wine process (only it, as TerminateProcess would);
+// its exit comes by exitGrace whether or not it ends.
 func (p *process) Kill(ctx context.Context) error {
-	return p.signal(syscall.SIGKILL)
+	if err := p.signal(syscall.SIGKILL); err != nil {
+		return err
+	}
+	p.killOnce.Do(func() { go p.reportKilledAfterGrace() })
+	return nil
 }
 
 func (p *process) ResizeConsole(ctx context.Context, width, height uint16) error {
