@@ -141,6 +141,9 @@ func (f *faultRun) emulationFault(t *testing.T, fault emulationFault) {
 		}
 	}
 	t.Logf("%s: %d of %d calls in deadline, %d of %d pods removed while the fault held", fault.name, row.inDeadline, row.calls, row.removed, row.pods)
+	if row.inDeadline != row.calls {
+		t.Errorf("%d of %d calls returned past their deadline of %v", row.calls-row.inDeadline, row.calls, callDeadline)
+	}
 }
 
 // podRemoval is the removal of a serving pod, step by step: its app

@@ -25,22 +25,6 @@ const (
 	sweepDeadline = 2 * time.Minute
 )
 
-// TestSnapshotterFaults runs snapshotterFaults on a faults node of its own.
-func TestSnapshotterFaults(t *testing.T) {
-	if os.Getenv(FaultsEnv) == "" {
-		t.Skipf("%s is not set: run `make faults`", FaultsEnv)
-	}
-	if os.Getuid() != 0 {
-		t.Skip("making a layer immutable (chattr +i) needs root")
-	}
-	n := node.StartWith(t, bins, node.Options{LogLevel: "info", SnapshotterDiskBytes: 256 << 20})
-	images, calls, inDeadline, removed, left := snapshotterFaults(t, n, max(2, envInt(t, FaultsEnv, 20)))
-	t.Logf("snapshotter faults: %d images, %d of %d calls within their deadline, %d removed, left: %q", images, inDeadline, calls, removed, left)
-	if inDeadline != calls || removed != images || left != "" {
-		t.Errorf("%d of %d calls within their deadline, %d of %d images removed, left %q", inDeadline, calls, removed, images, left)
-	}
-}
-
 // snapshotterFaults imports count images and makes the layer of each
 // immutable (chattr +i: the emulation's access denied), the directory
 // itself for even ones, a file in it for odd ones, while the images are

@@ -37,8 +37,9 @@ type faultRun struct {
 
 // Serving pods through the faults a node lives through: containerd
 // restarting, the snapshotter restarting, a pod's shim killed, the
-// snapshotter's disk filling up during a layer unpack, and the emulation's
-// faults (faults_emulation_test.go). Afterwards every pod still serves or
+// snapshotter's disk filling up during a layer unpack, the emulation's
+// faults (faults_emulation_test.go), and layers held while images are
+// removed (faults_snapshotter_test.go). Afterwards every pod still serves or
 // was stopped and removed cleanly, the full disk gave a clear error and
 // left no partial snapshot, and once the pods are removed nothing is left.
 // The table of what each fault did is logged at the end.
@@ -69,7 +70,25 @@ func TestFaults(t *testing.T) {
 	for _, fault := range emulationFaults {
 		t.Run(fault.name, func(t *testing.T) { f.emulationFault(t, fault) })
 	}
+	t.Run("SnapshotterLayersHeld", f.snapshotterLayersHeld)
 	requireNodeClean(t, f.n, imageSnapshots)
+}
+
+// snapshotterLayersHeld is the snapshotter's row (snapshotterFaults): its
+// "pods" are the images removed while their layers are held.
+func (f *faultRun) snapshotterLayersHeld(t *testing.T) {
+	if os.Getuid() != 0 {
+		t.Skip("making a layer immutable (chattr +i) needs root")
+	}
+	images, calls, inDeadline, removed, left := snapshotterFaults(t, f.n, max(2, f.count))
+	row := faultRow{fault: "snapshotter: layers held (images)", pods: images, calls: calls, inDeadline: inDeadline, removed: removed}
+	if left != "" {
+		row.left = []string{left}
+	}
+	f.table.add(row)
+	if inDeadline != calls || removed != images || left != "" {
+		t.Errorf("%d of %d calls within their deadline, %d of %d images removed, left %q", inDeadline, calls, removed, images, left)
+	}
 }
 
 // allServe checks that every pod serves and that crictl lists them all

@@ -158,23 +158,37 @@ func (b *Backend) Drain(ctx context.Context) error {
 // PendingTeardowns lists the systems under root (a Backend's Root) whose
 // teardown is carried on, or was given up, as their state.json records.
 func PendingTeardowns(root string) ([]PendingTeardown, error) {
+	ids, err := systemEntries(root)
+	if err != nil {
+		return nil, fmt.Errorf("emulation: pending teardowns: %w", err)
+	}
+	var out []PendingTeardown
+	for _, id := range ids {
+		st, err := loadState(filepath.Join(root, id))
+		if err != nil || st.Teardown == nil {
+			continue
+		}
+		out = append(out, PendingTeardown{ID: id, Attempts: st.Teardown.Attempts, LastError: st.Teardown.LastError, Since: st.Teardown.Since})
+	}
+	return out, nil
+}
+
+// systemEntries are the names of the directories under root (a Backend's
+// Root: its systems and the host prefix's): none when root does not
+// exist.
+func systemEntries(root string) ([]string, error) {
 	entries, err := os.ReadDir(root)
 	if errors.Is(err, fs.ErrNotExist) {
 		return nil, nil
 	}
 	if err != nil {
-		return nil, fmt.Errorf("emulation: pending teardowns: %w", err)
+		return nil, err
 	}
-	var out []PendingTeardown
+	var ids []string
 	for _, e := range entries {
-		if !e.IsDir() {
-			continue
+		if e.IsDir() {
+			ids = append(ids, e.Name())
 		}
-		st, err := loadState(filepath.Join(root, e.Name()))
-		if err != nil || st.Teardown == nil {
-			continue
-		}
-		out = append(out, PendingTeardown{ID: e.Name(), Attempts: st.Teardown.Attempts, LastError: st.Teardown.LastError, Since: st.Teardown.Since})
 	}
-	return out, nil
+	return ids, nil
 }

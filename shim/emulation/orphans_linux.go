@@ -56,35 +56,32 @@ type Orphan struct {
 // system whose recorded shim is gone is still an orphan (containerd would
 // only run its delete), one with no shim recorded is not.
 func FindOrphans(root string, hasTask func(id string) bool) ([]Orphan, error) {
-	entries, err := os.ReadDir(root)
-	if errors.Is(err, fs.ErrNotExist) {
-		return nil, nil
-	}
+	ids, err := systemEntries(root)
 	if err != nil {
 		return nil, fmt.Errorf("emulation: orphans: %w", err)
 	}
 	var out []Orphan
 	orphans := map[string]bool{}
-	for _, e := range entries {
-		if !e.IsDir() || e.Name() == hostDirName {
+	for _, id := range ids {
+		if id == hostDirName {
 			continue
 		}
-		dir := filepath.Join(root, e.Name())
+		dir := filepath.Join(root, id)
 		st, err := loadState(dir)
 		if err != nil {
 			st = nil
 		}
-		why := orphaned(dir, e.Name(), st, hasTask)
+		why := orphaned(dir, id, st, hasTask)
 		if why == "" {
 			continue
 		}
-		o, err := describeOrphan(e.Name(), dir, st)
+		o, err := describeOrphan(id, dir, st)
 		if err != nil {
 			return nil, err
 		}
 		o.Why = why
 		out = append(out, o)
-		orphans[e.Name()] = true
+		orphans[id] = true
 	}
 	host, err := hostOrphan(root, orphans)
 	if err != nil {
