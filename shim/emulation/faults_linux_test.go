@@ -162,8 +162,9 @@ func checkPending(t *testing.T, root, id string, want bool) {
 }
 
 // A killed process that cannot end (its cgroup frozen) has its exit
-// reported by exitGrace: a stop waiting for it returns in the kubelet's
-// deadline, and the system's teardown ends it once it can.
+// reported by exitGrace, and so has its terminated system its stop: a stop
+// waiting for either returns in the kubelet's deadline, and the system's
+// teardown ends them once it can.
 func TestKilledFrozenProcessExits(t *testing.T) {
 	if _, err := cgfreezer.Mount(); err != nil {
 		t.Skip(err)
@@ -193,8 +194,14 @@ func TestKilledFrozenProcessExits(t *testing.T) {
 	if code, err := p.ExitCode(); code != 1 || err != nil {
 		t.Errorf("ExitCode = %d, %v; want 1, a terminated process's", code, err)
 	}
+	// The system, terminated, is reported stopped by exitGrace too.
 	if err := sys.Terminate(context.Background()); err != nil && !errdefs.IsNotFound(err) {
 		t.Fatal(err)
+	}
+	select {
+	case <-sys.Wait():
+	case <-time.After(exitGrace + 5*time.Second):
+		t.Fatalf("the terminated frozen system's stop did not come in %v", exitGrace+5*time.Second)
 	}
 	if err := sys.Close(); err != nil {
 		t.Error(err)

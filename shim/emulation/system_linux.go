@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/containerd/errdefs"
+	"github.com/containerd/log"
 	"golang.org/x/sys/unix"
 
 	"github.com/winproc/winproc/shim/compute"
@@ -85,6 +86,9 @@ type system struct {
 	commitPeak         uint64
 	// lastStats is the last sample Stats took (statsReuse).
 	lastStats *compute.Stats
+	// termWatch starts the report of a terminated system that does not
+	// stop (reportStoppedAfterGrace), once.
+	termWatch sync.Once
 }
 
 var _ compute.System = (*system)(nil)
@@ -232,6 +236,7 @@ func (s *system) Terminate(ctx context.Context) error {
 			return err
 		}
 		s.poke()
+		s.termWatch.Do(func() { go s.reportStoppedAfterGrace() })
 		return nil
 	}
 	procs, err := s.processes()
@@ -247,7 +252,22 @@ func (s *system) Terminate(ctx context.Context) error {
 		signalProc(p, unix.SIGKILL)
 	}
 	s.poke()
+	s.termWatch.Do(func() { go s.reportStoppedAfterGrace() })
 	return nil
+}
+
+// reportStoppedAfterGrace reports a terminated system stopped if it has
+// not stopped after exitGrace: its processes take no SIGKILL (a frozen
+// cgroup), and HCS's terminate gives a container no such say. Close
+// carries its teardown on in the background until they are gone.
+func (s *system) reportStoppedAfterGrace() {
+	select {
+	case <-s.done:
+		return
+	case <-time.After(exitGrace):
+	}
+	log.L.WithFields(log.Fields{"system": s.id, "grace": exitGrace}).Warn("emulation: a terminated system has not stopped (its cgroup frozen?); it is reported stopped, and its teardown goes on ending its processes")
+	s.finish(nil)
 }
 
 // Close releases the system. A system that has stopped, or that was

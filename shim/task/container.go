@@ -2,8 +2,10 @@ package task
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"sync"
+	"sync/atomic"
 	"syscall"
 	"time"
 
@@ -34,6 +36,11 @@ type container struct {
 	// (the sandbox's pause snapshot and lease); nil for containerd's tasks,
 	// whose rootfs containerd owns.
 	release func(context.Context) error
+
+	// killed is set once the task's init is SIGKILLed: its teardown
+	// terminates the system at once, as a kill asks, with no graceful
+	// shutdown of the rest first.
+	killed atomic.Bool
 
 	mu    sync.Mutex
 	execs map[string]*process.Process
@@ -94,8 +101,12 @@ func (c *container) teardown(ctx context.Context, _ *process.Process, status uin
 	if g, ok := c.system.(compute.ShutdownGracer); ok {
 		grace = g.ShutdownGrace()
 	}
-	if err := stopSystem(ctx, c.system, c.system.Shutdown, grace); err != nil {
-		logger.WithError(err).Info("graceful shutdown failed; terminating")
+	err := errKilled
+	if !c.killed.Load() {
+		err = stopSystem(ctx, c.system, c.system.Shutdown, grace)
+	}
+	if err != nil {
+		logger.WithError(err).Info("graceful shutdown failed or not asked for; terminating")
 		if err := stopSystem(ctx, c.system, c.system.Terminate, terminateTimeout); err != nil {
 			logger.WithError(err).Error("terminate compute system")
 		}
@@ -119,6 +130,9 @@ func (c *container) teardown(ctx context.Context, _ *process.Process, status uin
 	}
 	return status
 }
+
+// errKilled is why a killed task's system is terminated with no shutdown.
+var errKilled = errors.New("the task was killed")
 
 // stopSystem asks the system to stop and waits for it, within timeout.
 func stopSystem(ctx context.Context, sys compute.System, stop func(context.Context) error, timeout time.Duration) error {

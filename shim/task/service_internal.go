@@ -348,6 +348,9 @@ func (s *Service) KillProcess(ctx context.Context, id, execID string, signal uin
 			}
 		}
 	}
+	if execID == "" && signal == uint32(syscall.SIGKILL) {
+		c.killed.Store(true)
+	}
 	return p.Kill(ctx, signal)
 }
 

@@ -190,14 +190,35 @@ func TestGracefulShutdownFailsThenTerminate(t *testing.T) {
 	sys := h.backend.System("c1")
 	sys.ShutdownErr = errdefs.ErrUnavailable
 	h.start(t, "c1", "")
+	if _, err := h.svc.Kill(h.ctx, &taskAPI.KillRequest{ID: "c1", Signal: uint32(syscall.SIGTERM)}); err != nil {
+		t.Fatal(err)
+	}
+	if w := h.wait(t, "c1", ""); w.ExitStatus != 0 {
+		t.Errorf("exit after SIGTERM %d, want 0", w.ExitStatus)
+	}
+	if !sys.ShutdownCalled || !sys.Terminated || !sys.Closed {
+		t.Errorf("shutdown %v terminated %v closed %v; want all after a failed shutdown", sys.ShutdownCalled, sys.Terminated, sys.Closed)
+	}
+}
+
+// A SIGKILLed task's system is terminated at once, with no graceful
+// shutdown of what is left first: a kill asks for no grace, and a silo
+// whose processes cannot take one would hold the exit past the kubelet's
+// deadline.
+func TestKilledTaskTerminatesAtOnce(t *testing.T) {
+	h := newHarness(t)
+	h.create(t, "c1")
+	sys := h.backend.System("c1")
+	sys.Lingering = true
+	h.start(t, "c1", "")
 	if _, err := h.svc.Kill(h.ctx, &taskAPI.KillRequest{ID: "c1", Signal: uint32(syscall.SIGKILL)}); err != nil {
 		t.Fatal(err)
 	}
 	if w := h.wait(t, "c1", ""); w.ExitStatus != 137 {
 		t.Errorf("exit after SIGKILL %d, want 137", w.ExitStatus)
 	}
-	if !sys.Terminated || !sys.Closed {
-		t.Errorf("terminated %v closed %v; want both after a failed shutdown", sys.Terminated, sys.Closed)
+	if sys.ShutdownCalled || !sys.Terminated || !sys.Closed {
+		t.Errorf("shutdown %v terminated %v closed %v; want a terminate and no shutdown", sys.ShutdownCalled, sys.Terminated, sys.Closed)
 	}
 }
 
@@ -546,7 +567,7 @@ func TestTeardownTakesTheSystemsGrace(t *testing.T) {
 	sys.Lingering, sys.Grace = true, 50*time.Millisecond
 	h.start(t, "c1", "")
 	start := time.Now()
-	if _, err := h.svc.Kill(h.ctx, &taskAPI.KillRequest{ID: "c1", Signal: uint32(syscall.SIGKILL)}); err != nil {
+	if _, err := h.svc.Kill(h.ctx, &taskAPI.KillRequest{ID: "c1", Signal: uint32(syscall.SIGTERM)}); err != nil {
 		t.Fatal(err)
 	}
 	h.wait(t, "c1", "")
