@@ -120,6 +120,8 @@ func (f *faultRun) emulationFault(t *testing.T, fault emulationFault) {
 	for _, r := range removals {
 		if r.run(ctx, f.n, &row) {
 			row.removed++
+		} else {
+			t.Logf("pod %s while the fault held: %v", r.pod.name, r.err)
 		}
 	}
 	for _, clear := range clears {
@@ -182,12 +184,16 @@ func (r *podRemoval) run(ctx context.Context, n *node.Node, row *faultRow) bool 
 		func(ctx context.Context) error { _, err := n.Crictl(ctx, "stopp", p.id); return err },
 		func(ctx context.Context) error { _, err := n.Crictl(ctx, "rmp", p.id); return err },
 	}
+	names := []string{"kill the app", "delete the app's task", "delete the app's container", "crictl stopp", "crictl rmp"}
 	for r.done < len(steps) {
-		if r.err = row.call(ctx, steps[r.done]); r.err != nil {
+		start := time.Now()
+		if err := row.call(ctx, steps[r.done]); err != nil {
+			r.err = fmt.Errorf("%s (after %v): %w", names[r.done], time.Since(start).Round(time.Millisecond), err)
 			return false
 		}
 		r.done++
 	}
+	r.err = nil
 	return true
 }
 

@@ -203,9 +203,15 @@ func TestKilledFrozenProcessExits(t *testing.T) {
 	case <-time.After(exitGrace + 5*time.Second):
 		t.Fatalf("the terminated frozen system's stop did not come in %v", exitGrace+5*time.Second)
 	}
+	// Its teardown goes to the background at once: nothing would end it.
+	closing := time.Now()
 	if err := sys.Close(); err != nil {
 		t.Error(err)
 	}
+	if d := time.Since(closing); d > time.Second {
+		t.Errorf("Close of the stuck system took %v", d)
+	}
+	checkPending(t, f.b.root, "frozen-kill", true)
 	clear()
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()

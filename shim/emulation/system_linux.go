@@ -87,8 +87,10 @@ type system struct {
 	// lastStats is the last sample Stats took (statsReuse).
 	lastStats *compute.Stats
 	// termWatch starts the report of a terminated system that does not
-	// stop (reportStoppedAfterGrace), once.
+	// stop (reportStoppedAfterGrace), once; stuck is set (under mu) when
+	// that report was made: its processes are still there.
 	termWatch sync.Once
+	stuck     bool
 }
 
 var _ compute.System = (*system)(nil)
@@ -267,7 +269,10 @@ func (s *system) reportStoppedAfterGrace() {
 	case <-time.After(exitGrace):
 	}
 	log.L.WithFields(log.Fields{"system": s.id, "grace": exitGrace}).Warn("emulation: a terminated system has not stopped (its cgroup frozen?); it is reported stopped, and its teardown goes on ending its processes")
-	s.finish(nil)
+	s.mu.Lock()
+	s.stuck = true
+	s.finishLocked(nil)
+	s.mu.Unlock()
 }
 
 // Close releases the system. A system that has stopped, or that was
@@ -308,10 +313,12 @@ func (s *system) Close() error {
 		return nil
 	}
 	s.mu.Lock()
-	st := *s.st
+	st, stuck := *s.st, s.stuck
 	s.mu.Unlock()
 	err := fmt.Errorf("emulation: system %s: its processes did not go within %v of its termination", s.id, closeWait)
-	if stopped {
+	// A stuck system's teardown would only wait again: it goes straight
+	// to the background.
+	if stopped && !stuck {
 		ctx, cancel := context.WithTimeout(context.Background(), closeTeardown)
 		err = s.b.removeSystem(ctx, s.dir, &st)
 		cancel()
