@@ -336,7 +336,7 @@ func (p *process) finish(code int, err error) {
 // when thawed; a stop waiting for it would hold its container and pod
 // past the kubelet's deadline, and HCS's terminate gives a process no
 // such say. The system's teardown, carried on in the background, ends it.
-const exitGrace = 5 * time.Second
+const exitGrace = 3 * time.Second
 
 // reportKilledAfterGrace reports a SIGKILLed process exited (1, as
 // TerminateProcess's) if it has not ended after exitGrace.

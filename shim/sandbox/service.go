@@ -40,8 +40,12 @@ import (
 const shutdownGrace = 500 * time.Millisecond
 
 // defaultStopTimeout is how long StopSandbox waits for the pause process
-// after CTRL_SHUTDOWN when containerd gives no timeout.
-const defaultStopTimeout = 30 * time.Second
+// after CTRL_SHUTDOWN when containerd gives no timeout (CRI's
+// StopPodSandbox gives none), before it terminates it. containerd's own
+// pod sandbox controller kills the pause task at once; a pause process
+// that does not answer the event in 5 s (a frozen silo) would otherwise
+// hold StopPodSandbox past the kubelet's deadline.
+const defaultStopTimeout = 5 * time.Second
 
 // Prepare makes the rootfs of sandbox id from image; release frees it.
 type Prepare func(ctx context.Context, image, id string) (rootfs *pauseimage.Rootfs, release func(context.Context) error, err error)
