@@ -78,19 +78,7 @@ func crashAndSweep(t *testing.T, winproc string, count int, wipe bool) {
 	wine, mounts := len(n.WineProcesses()), len(emulatednode.Mounts(root))
 
 	n.KillContainerd(t)
-	shims := n.Shims()
-	for _, pid := range shims {
-		syscall.Kill(pid, syscall.SIGKILL)
-	}
-	// By their state: a dying shim's command line empties before it exits,
-	// and doctor would still find it running.
-	for _, pid := range shims {
-		for deadline := time.Now().Add(10 * time.Second); !procscan.Exited(pid); time.Sleep(20 * time.Millisecond) {
-			if time.Now().After(deadline) {
-				t.Fatalf("shim %d still runs 10 s after SIGKILL", pid)
-			}
-		}
-	}
+	killShims(t, n)
 	if wipe {
 		wipeContainerdState(t, n)
 	}
@@ -213,4 +201,22 @@ func dirNames(t *testing.T, dir string) []string {
 		names = append(names, e.Name())
 	}
 	return names
+}
+
+// killShims SIGKILLs every shim of the node and waits until each has
+// exited, by its state: a dying shim's command line empties before it
+// exits, and doctor would still find it running.
+func killShims(t *testing.T, n *node.Node) {
+	t.Helper()
+	shims := n.Shims()
+	for _, pid := range shims {
+		syscall.Kill(pid, syscall.SIGKILL)
+	}
+	for _, pid := range shims {
+		for deadline := time.Now().Add(10 * time.Second); !procscan.Exited(pid); time.Sleep(20 * time.Millisecond) {
+			if time.Now().After(deadline) {
+				t.Fatalf("shim %d still runs 10 s after SIGKILL", pid)
+			}
+		}
+	}
 }

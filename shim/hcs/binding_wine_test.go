@@ -34,7 +34,7 @@ func TestComputecoreBindingUnderWine(t *testing.T) {
 	for _, tc := range winetest.BindingBuilds {
 		t.Run(tc.Name, func(t *testing.T) {
 			exe := winetest.BuildTests(ctx, t, dir, tc.Name, tc.Flags...)
-			cmd := winetest.Command(ctx, t, prefix, exe, "-test.run", "^TestComputecore(Binding|Faults)$", "-test.v")
+			cmd := winetest.Command(ctx, t, prefix, exe, "-test.run", "^TestComputecore(Binding|Faults|Enumerate)$", "-test.v")
 			cmd.Env = append(cmd.Env, "WINPROC_FAKE_COMPUTECORE="+winPath(dll))
 			out, err := cmd.CombinedOutput()
 			if code, cerr := winetest.ExitCode(err); cerr != nil || code != 0 {
