@@ -20,23 +20,26 @@ const FaultsEnv = "WINPROC_FAULT_PODS"
 var criFaults = []struct {
 	name   string
 	faults string // the stand-in's faults file
-	// running: the fault meets the stop and removal of a running
-	// container; else it meets the container's start.
-	running bool
+	// stop, when set, is the timeout of crictl's stop: the fault meets the
+	// stop and removal of a running container (a graceful stop's teardown
+	// shuts the system down first, a kill's terminates it at once); else
+	// it meets the container's start.
+	stop    string
 	timeout string   // crictl's deadline for each call
 	want    []string // in the first call's error; none: the calls succeed
 }{
-	{"HCS gives up on a start", "HcsStartComputeSystem op 800705B4 1", false, "",
+	{"HCS gives up on a start", "HcsStartComputeSystem op 800705B4 1", "", "",
 		[]string{"HcsStartComputeSystem", "0x800705B4", "code = DeadlineExceeded"}},
-	{"a start that never ends", "HcsStartComputeSystem stall 0 1", false, "10s",
+	{"a start that never ends", "HcsStartComputeSystem stall 0 1", "", "10s",
 		[]string{"code = DeadlineExceeded"}},
-	{"the service disconnects on a create", "HcsCreateComputeSystem call 8037011E 1", false, "",
+	{"the service disconnects on a create", "HcsCreateComputeSystem call 8037011E 1", "", "",
 		[]string{"HcsCreateComputeSystem", "0x8037011E", "code = Unavailable"}},
-	{"access denied on a create", "HcsCreateComputeSystem call 80070005 1", false, "",
+	{"access denied on a create", "HcsCreateComputeSystem call 80070005 1", "", "",
 		[]string{"HcsCreateComputeSystem", "0x80070005", "code = PermissionDenied"}},
 	// The removal succeeds: the terminate is carried on in the background,
 	// and the end of the test finds no container process left.
-	{"the shutdown and the terminate refused on a removal", "HcsShutDownComputeSystem call 80070005 1\nHcsTerminateComputeSystem call 80070005 1", true, "", nil},
+	{"the shutdown and the terminate refused on a graceful stop", "HcsShutDownComputeSystem call 80070005 1\nHcsTerminateComputeSystem call 80070005 1", "10", "", nil},
+	{"the terminate refused on a kill", "HcsTerminateComputeSystem call 80070005 1", "0", "", nil},
 }
 
 // TestCRIFaults meets each fault with crictl calls on the Windows node:
@@ -63,9 +66,9 @@ func TestCRIFaults(t *testing.T) {
 		t.Run(tc.name, func(t *testing.T) {
 			c := criCreatePod(t, n, id, pod, fmt.Sprintf("c%d", i), nil, `C:\winproc-testapp.exe`, "sleep", "-seconds", "0")
 			calls := [][]string{{"start", c}}
-			if tc.running {
+			if tc.stop != "" {
 				criRun(t, n, "start", c)
-				calls = [][]string{{"stop", "--timeout", "0", c}, {"rm", c}}
+				calls = [][]string{{"stop", "--timeout", tc.stop, c}, {"rm", c}}
 			}
 			if err := os.WriteFile(faults, []byte(tc.faults+"\n"), 0o644); err != nil {
 				t.Fatal(err)
