@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"sync"
 	"syscall"
+	"time"
 
 	"github.com/containerd/log"
 
@@ -221,9 +222,21 @@ func (s *coreSystem) CheckStopped(ctx context.Context) (bool, error) {
 	case json.Unmarshal([]byte(doc), &props) != nil || !(props.Stopped || props.State == "Stopped"):
 		return false, nil
 	}
+	// The exit notification, which alone carries the exit's status (a
+	// system that died during its start), is usually on its way on HCS's
+	// thread: it is taken if it comes within exitNotifyGrace.
+	select {
+	case <-s.exited:
+	case <-ctx.Done():
+	case <-time.After(exitNotifyGrace):
+	}
 	s.exit(nil, nil)
 	return true, nil
 }
+
+// exitNotifyGrace is how long CheckStopped waits for the exit
+// notification of a system HCS reports stopped.
+const exitNotifyGrace = 500 * time.Millisecond
 
 // Wait returns once the system has exited (nil, or why it failed), or
 // once the handle was closed (errHandleClosed).
