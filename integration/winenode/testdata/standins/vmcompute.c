@@ -7,7 +7,12 @@
  * signatures and their contract as hcsshim relies on it: a layer is
  * activated, then prepared over its parents (nearest first), then has a
  * volume, \\?\Volume{GUID}\, until it is unprepared and deactivated; each
- * step out of order fails.
+ * step out of order fails with ERROR_INVALID_STATE. Windows does not
+ * document the code of an out-of-order step; what matters to a caller is
+ * that it is not ERROR_NOT_READY or ERROR_DEVICE_NOT_CONNECTED, the
+ * transient codes that hcsshim (internal/layers/wcow_mount.go) and
+ * winproc (shim/scratch) retry a layer mount on: a retried PrepareLayer
+ * of a layer never activated would hide the caller's mistake.
  *
  * DestroyLayer removes the layer's directory; a link in it is removed, not
  * what it points to (Windows removes a reparse point, not its target; in
@@ -24,11 +29,19 @@
  *
  * It leaves unproven what only Windows does: the copy-on-write filter
  * (wcifs) and its whiteouts and reparse points, the scratch's VHD and its
- * size (ExpandSandboxSize only checks the layer exists), the volume as a
+ * size (ExpandSandboxSize records the size, below), the volume as a
  * device, and the layer service's own errors and timing: why Windows
  * refuses a destroy (an open handle, an ACL; here only the marker and the
  * activation decide), and the refused rename of an activated layer's
  * directory, which Wine does not refuse.
+ *
+ * ExpandSandboxSize grows the layer's sandbox.vhdx: the VHD must be
+ * there (hcsshim's internal/wclayer ExpandScratchSize calls it on a
+ * scratch made from blank.vhdx, then grows the volume through virtdisk,
+ * which Wine lacks), and the size asked for is recorded in
+ * <layer>\standin-size (bytes, as UTF-16 text like every state file of
+ * the stand-ins) for a test to read; the VHD file
+ * itself is not grown.
  */
 #include "standin.h"
 
@@ -43,7 +56,6 @@ typedef struct {
     const WCHAR *Path;
 } WC_LAYER_DESCRIPTOR;
 
-#define E_NOT_READY HRESULT_FROM_WIN32(ERROR_NOT_READY)
 #define E_BAD_STATE HRESULT_FROM_WIN32(ERROR_INVALID_STATE)
 
 static void layer_path(const DRIVER_INFO *info, const WCHAR *id, WCHAR *out)
@@ -141,7 +153,7 @@ HRESULT WINAPI PrepareLayer(const DRIVER_INFO *info, const WCHAR *id, const WC_L
     UINT32 i;
     layer_path(info, id, layer);
     if (!has_marker(layer, L"active"))
-        return E_NOT_READY;
+        return E_BAD_STATE;
     swprintf(volume, MAX_PATH, L"%ls\\standin-volume", layer);
     if (!CreateDirectoryW(volume, NULL) && GetLastError() != ERROR_ALREADY_EXISTS)
         return HRESULT_FROM_WIN32(GetLastError());
@@ -275,10 +287,16 @@ HRESULT WINAPI DestroyLayer(const DRIVER_INFO *info, const WCHAR *id)
 
 HRESULT WINAPI ExpandSandboxSize(const DRIVER_INFO *info, const WCHAR *id, UINT64 size)
 {
-    WCHAR layer[MAX_PATH];
-    (void)size;
+    WCHAR layer[MAX_PATH], vhd[MAX_PATH], m[MAX_PATH], text[32];
     layer_path(info, id, layer);
-    return is_dir(layer) ? S_OK : HRESULT_FROM_WIN32(ERROR_PATH_NOT_FOUND);
+    if (!is_dir(layer))
+        return HRESULT_FROM_WIN32(ERROR_PATH_NOT_FOUND);
+    swprintf(vhd, MAX_PATH, L"%ls\\sandbox.vhdx", layer);
+    if (!exists(vhd))
+        return HRESULT_FROM_WIN32(ERROR_FILE_NOT_FOUND);
+    swprintf(text, 32, L"%llu", (unsigned long long)size);
+    marker(layer, L"size", m);
+    return standin_write(m, text);
 }
 
 HRESULT WINAPI NameToGuid(const WCHAR *name, GUID *guid)

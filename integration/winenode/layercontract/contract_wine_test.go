@@ -1,0 +1,41 @@
+//go:build linux
+
+package layercontract
+
+import (
+	"context"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/winproc/winproc/internal/winetest"
+)
+
+// TestStandinLayersContractUnderWine builds the stand-in vmcompute.dll and
+// runs this package's Windows tests against it under Wine, in a prefix of
+// their own.
+func TestStandinLayersContractUnderWine(t *testing.T) {
+	template := winetest.Prefix(t)
+	prefix := winetest.PrivatePrefix(t, template)
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
+	t.Cleanup(cancel)
+	dir := t.TempDir()
+	dll := filepath.Join(dir, "vmcompute.dll")
+	src := filepath.Join("..", "testdata", "standins", "vmcompute.c")
+	cc := exec.CommandContext(ctx, "x86_64-w64-mingw32-gcc", "-O2", "-Wall", "-Werror", "-shared", "-o", dll, src, "-lole32")
+	if b, err := cc.CombinedOutput(); err != nil {
+		t.Fatalf("build the stand-in vmcompute.dll: %v\n%s", err, b)
+	}
+	exe := winetest.BuildTests(ctx, t, dir, "layercontract")
+	cmd := winetest.Command(ctx, t, prefix, exe, "-test.v", "-test.count=1")
+	cmd.Env = append(cmd.Env, standinEnv+"="+winPath(dll), rootEnv+"="+winPath(t.TempDir()))
+	out, err := cmd.CombinedOutput()
+	if code, cerr := winetest.ExitCode(err); cerr != nil || code != 0 {
+		t.Fatalf("the stand-in vmcompute.dll's contract under Wine: %v\n%s", err, out)
+	}
+	t.Logf("under Wine:\n%s", out)
+}
+
+func winPath(p string) string { return "Z:" + strings.ReplaceAll(p, "/", `\`) }
