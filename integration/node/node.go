@@ -212,6 +212,9 @@ func (n *Node) RuntimeOptions() options.Options { return n.Options }
 // ContainerdLog returns what containerd has logged so far.
 func (n *Node) ContainerdLog() string { return n.containerd.log.String() }
 
+// SnapshotterLog is winproc-snapshotter's output so far.
+func (n *Node) SnapshotterLog() string { return n.snapshotter.log.String() }
+
 func (n *Node) waitContainerd(t testing.TB) {
 	t.Helper()
 	deadline := time.Now().Add(30 * time.Second)

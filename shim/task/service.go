@@ -47,7 +47,7 @@ func (s *Service) Create(ctx context.Context, r *taskAPI.CreateTaskRequest) (_ *
 	defer func() { retErr = errgrpc.ToGRPC(retErr) }()
 	stdio := process.Stdio{Stdin: r.Stdin, Stdout: r.Stdout, Stderr: r.Stderr, Terminal: r.Terminal}
 	if err := s.CreateTask(ctx, r.ID, r.Bundle, mount.FromProto(r.Rootfs), stdio); err != nil {
-		return nil, err
+		return nil, refusal(err)
 	}
 	// The event echoes containerd's request; the pause task, which
 	// containerd did not ask for, has none.
@@ -59,6 +59,18 @@ func (s *Service) Create(ctx context.Context, r *taskAPI.CreateTaskRequest) (_ *
 		Checkpoint:  r.Checkpoint,
 	})
 	return &taskAPI.CreateTaskResponse{}, nil
+}
+
+// refusal classes a Create that a backend cannot do as a failed
+// precondition: containerd takes an Unimplemented Create for a shim that
+// lacks the task API's version and retries it with an older one
+// (core/runtime/v2 task_manager.go), which then waits out the caller's
+// deadline instead of naming what this node refuses.
+func refusal(err error) error {
+	if errdefs.IsNotImplemented(err) {
+		return fmt.Errorf("%s: %w", err.Error(), errdefs.ErrFailedPrecondition)
+	}
+	return err
 }
 
 // Start starts the init process (and with it the compute system) or an exec.

@@ -259,6 +259,13 @@ func TestErrors(t *testing.T) {
 		{"create without bundle", func() error {
 			return second(h.svc.Create(h.ctx, &taskAPI.CreateTaskRequest{ID: "c3", Bundle: t.TempDir()}))
 		}, errdefs.IsNotFound},
+		// Not Unimplemented, which containerd retries with an older
+		// task API.
+		{"create refused by the backend", func() error {
+			h.backend.CreateErr = fmt.Errorf("gMSA: %w", compute.ErrNotSupported)
+			defer func() { h.backend.CreateErr = nil }()
+			return second(h.svc.Create(h.ctx, &taskAPI.CreateTaskRequest{ID: "c4", Bundle: bundle(t, nil)}))
+		}, errdefs.IsFailedPrecondition},
 		{"state of unknown task", func() error { return second(h.svc.State(h.ctx, &taskAPI.StateRequest{ID: "nope"})) }, errdefs.IsNotFound},
 		{"kill unknown exec", func() error {
 			return second(h.svc.Kill(h.ctx, &taskAPI.KillRequest{ID: "c1", ExecID: "nope", Signal: 9}))

@@ -18,6 +18,9 @@ import (
 
 // Backend is a fake compute backend.
 type Backend struct {
+	// CreateErr, when set, fails Create: a backend refusing the settings.
+	CreateErr error
+
 	mu      sync.Mutex
 	systems map[string]*System
 }
@@ -26,6 +29,9 @@ type Backend struct {
 func NewBackend() *Backend { return &Backend{systems: map[string]*System{}} }
 
 func (b *Backend) Create(_ context.Context, id string, s *compute.Settings) (compute.System, error) {
+	if b.CreateErr != nil {
+		return nil, b.CreateErr
+	}
 	b.mu.Lock()
 	defer b.mu.Unlock()
 	if _, ok := b.systems[id]; ok {
