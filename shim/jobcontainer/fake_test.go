@@ -606,8 +606,17 @@ func (f *fakeHost) logonUser(user, domain, password string, logonType uint32) (h
 	if err := f.callLocked("logonUser", domain+`\`+user, strconv.Itoa(int(logonType))); err != nil {
 		return 0, err
 	}
+	if strings.EqualFold(domain, "NT AUTHORITY") && (!serviceAccounts[strings.ToLower(user)] || logonType != logonService) {
+		return 0, errorLogonFailure
+	}
 	return f.newHandle(fakeToken(domain + `\` + user)), nil
 }
+
+// serviceAccounts are the NT AUTHORITY names a service logon takes, as
+// Windows compares account names, without case: the accounts' own names
+// (LookupAccountSid of S-1-5-19 and S-1-5-20) and the names services are
+// configured with (CreateServiceW's lpServiceStartName).
+var serviceAccounts = map[string]bool{"local service": true, "localservice": true, "network service": true, "networkservice": true}
 
 func (f *fakeHost) processToken() (handle, error) {
 	f.mu.Lock()
