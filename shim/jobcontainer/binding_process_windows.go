@@ -101,6 +101,32 @@ func (winBinding) createProcess(p startParams) (started, error) {
 	return started{process: handle(pi.Process), thread: handle(pi.Thread), pid: pi.ProcessId}, nil
 }
 
+// procInJob is IsProcessInJob, which x/sys/windows does not have.
+var procInJob = kernel32.NewProc("IsProcessInJob")
+
+func (winBinding) ownJob() (bool, uint32, error) {
+	if err := find(procInJob); err != nil {
+		return false, 0, err
+	}
+	var in int32
+	r, _, e := syscall.SyscallN(procInJob.Addr(), uintptr(windows.CurrentProcess()), 0, uintptr(unsafe.Pointer(&in)))
+	if r == 0 {
+		return false, 0, lastError(e)
+	}
+	if in == 0 {
+		return false, 0, nil
+	}
+	var info windows.JOBOBJECT_EXTENDED_LIMIT_INFORMATION
+	if err := find(procQryJ); err != nil {
+		return true, 0, err
+	}
+	r, _, e = syscall.SyscallN(procQryJ.Addr(), 0, windows.JobObjectExtendedLimitInformation, uintptr(unsafe.Pointer(&info)), unsafe.Sizeof(info), 0)
+	if r == 0 {
+		return true, 0, lastError(e)
+	}
+	return true, info.BasicLimitInformation.LimitFlags, nil
+}
+
 func (winBinding) resumeThread(thread handle) error {
 	_, err := windows.ResumeThread(windows.Handle(thread))
 	return err

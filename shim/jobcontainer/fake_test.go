@@ -50,6 +50,7 @@ type fakeHost struct {
 	users   map[string]string // name → group
 	groups  map[string]bool
 	ownSID  string
+	shimJob *uint32 // the limit flags of the job the shim is in; nil: none
 	profile []string
 	cpus    uint32
 }
@@ -404,6 +405,11 @@ func (f *fakeHost) createProcess(p startParams) (started, error) {
 	if err := f.callLocked("createProcess", p.application); err != nil {
 		return started{}, err
 	}
+	if f.shimJob != nil && *f.shimJob&(limitBreakawayOK|limitSilentBreakaway) == 0 {
+		// The binding asks for CREATE_BREAKAWAY_FROM_JOB, which a job
+		// without breakaway refuses (CreateProcessW's documentation).
+		return started{}, errorAccessDenied
+	}
 	if _, ok := f.get(p.token).(fakeToken); !ok {
 		f.t.Errorf("createProcess with token %d, which is not a token", p.token)
 	}
@@ -416,6 +422,15 @@ func (f *fakeHost) createProcess(p startParams) (started, error) {
 
 // resumeThread runs the fake process: what it writes is written now, while
 // the core still holds the child's ends of the pipes.
+func (f *fakeHost) ownJob() (bool, uint32, error) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	if err := f.callLocked("ownJob"); err != nil || f.shimJob == nil {
+		return false, 0, err
+	}
+	return true, *f.shimJob, nil
+}
+
 func (f *fakeHost) resumeThread(thread handle) error {
 	f.mu.Lock()
 	defer f.mu.Unlock()

@@ -138,3 +138,47 @@ func TestTerminal(t *testing.T) {
 		t.Errorf("resize without a console = %v", err)
 	}
 }
+
+// A shim in a job without breakaway cannot start a process with
+// CREATE_BREAKAWAY_FROM_JOB: the error names that cause and its fix, not
+// the shim's account; in a job that allows it, or none, the start works.
+func TestStartInJobWithoutBreakaway(t *testing.T) {
+	for _, tc := range []struct {
+		name  string
+		flags *uint32
+		fails bool
+	}{
+		{"no job", nil, false},
+		{"a job without breakaway", ptr(uint32(limitKillOnClose)), true},
+		{"a job with breakaway", ptr(uint32(limitBreakawayOK)), false},
+		{"a job with silent breakaway", ptr(uint32(limitSilentBreakaway)), false},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			_, f, s := startedSystem(t)
+			f.mu.Lock()
+			f.shimJob = tc.flags
+			f.mu.Unlock()
+			p, err := s.CreateProcess(context.Background(), &compute.ProcessSettings{CommandLine: "app.exe exit 0", User: `NT AUTHORITY\SYSTEM`})
+			if !tc.fails {
+				if err != nil {
+					t.Fatal(err)
+				}
+				p.Close()
+				return
+			}
+			if !errdefs.IsFailedPrecondition(err) {
+				t.Fatalf("CreateProcess = %v", err)
+			}
+			for _, want := range []string{"JOB_OBJECT_LIMIT_BREAKAWAY_OK", "CREATE_BREAKAWAY_FROM_JOB", "containerd", "app.exe"} {
+				if !strings.Contains(err.Error(), want) {
+					t.Errorf("%v does not name %s", err, want)
+				}
+			}
+			if strings.Contains(err.Error(), "SYSTEM") {
+				t.Errorf("%v blames the shim's account", err)
+			}
+		})
+	}
+}
+
+func ptr[T any](v T) *T { return &v }
