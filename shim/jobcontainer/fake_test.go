@@ -563,10 +563,19 @@ func (f *fakeHost) resizePseudoConsole(c handle, w, h uint16) error {
 	return f.callLocked("resizePseudoConsole", fmt.Sprintf("%dx%d", w, h))
 }
 
+// closePseudoConsole ends the processes attached to the console, as
+// ClosePseudoConsole does ("client applications attached to the session
+// will be terminated as well"), with STATUS_CONTROL_C_EXIT, the exit of a
+// console process closed under it.
 func (f *fakeHost) closePseudoConsole(c handle) {
 	f.mu.Lock()
 	defer f.mu.Unlock()
 	f.get(c)
+	for _, p := range f.procs {
+		if p.params.console == c {
+			f.exitLocked(p, 0xC000013A)
+		}
+	}
 	f.closeLocked(c)
 	f.callLocked("closePseudoConsole")
 }

@@ -2,6 +2,7 @@ package jobcontainer
 
 import (
 	"context"
+	"io"
 	"strings"
 	"testing"
 
@@ -66,8 +67,8 @@ func TestKill(t *testing.T) {
 	}
 }
 
-// Close before the exit ends the wait (the process runs on) and releases
-// the handles.
+// Close before the exit ends the wait (a process without a console runs
+// on) and releases the handles.
 func TestProcessClose(t *testing.T) {
 	_, f, s := startedSystem(t)
 	p := run(t, s, &compute.ProcessSettings{CommandLine: "app.exe ignore"})
@@ -182,3 +183,24 @@ func TestStartInJobWithoutBreakaway(t *testing.T) {
 }
 
 func ptr[T any](v T) *T { return &v }
+
+// Close before the exit of a Terminal process closes its pseudo console,
+// which ends the process (ClosePseudoConsole's documentation): it does not
+// run on as a process with pipes does, and a system whose last process it
+// was stops.
+func TestTerminalClose(t *testing.T) {
+	_, f, s := startedSystem(t)
+	p := run(t, s, &compute.ProcessSettings{CommandLine: "app.exe ignore", Terminal: true, Stdout: io.Discard})
+	if err := p.Close(); err != nil {
+		t.Fatal(err)
+	}
+	within(t, p.Wait(), "the wait's end")
+	f.mu.Lock()
+	proc := f.procs[uint32(p.Pid())]
+	exited, code := proc.exited, proc.code
+	f.mu.Unlock()
+	if !exited || code != 0xC000013A {
+		t.Errorf("after Close the process exited %v with %#x; want it ended with its console", exited, code)
+	}
+	within(t, s.Wait(), "the system's stop")
+}
