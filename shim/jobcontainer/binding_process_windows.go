@@ -62,6 +62,13 @@ func (winBinding) createProcess(p startParams) (started, error) {
 	si := &windows.StartupInfoEx{}
 	si.Cb = uint32(unsafe.Sizeof(*si))
 	inherit := false
+	// The standard handles are always given: without
+	// STARTF_USESTDHANDLES a process inherits the shim's own (NUL, the
+	// panic log), and a pseudo console replaces only console handles
+	// (microsoft/terminal#11276), so a Terminal process would write past
+	// its console. Null ones make it open its console's (hcsshim
+	// internal/exec sets the flag for the same reason).
+	si.Flags = windows.STARTF_USESTDHANDLES
 	if p.console != 0 {
 		// The console is the process's stdio; the pseudo console's handle
 		// is the attribute's value itself.
@@ -75,7 +82,6 @@ func (winBinding) createProcess(p startParams) (started, error) {
 	} else {
 		// Only the pipes are inherited (the handle list), not every
 		// inheritable handle of the shim.
-		si.Flags = windows.STARTF_USESTDHANDLES
 		var handles []windows.Handle
 		for _, s := range []struct {
 			f  *os.File
