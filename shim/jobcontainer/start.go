@@ -257,10 +257,12 @@ func (st *stdio) close(h host) {
 }
 
 // startFailed is the error of a CreateProcessAsUser that failed. Access
-// denied is most often the breakaway the binding asks for
+// denied is the breakaway the binding asks for
 // (CREATE_BREAKAWAY_FROM_JOB, so that the process is in the container's
 // job alone): a shim in a job without JOB_OBJECT_LIMIT_BREAKAWAY_OK, as
-// containerd started in such a job starts it, is refused it.
+// containerd started in such a job starts it, is refused it; the shim's
+// own job says whether that is the cause (its immediate job's limits, as
+// QueryInformationJobObject reads them for NULL).
 func (b *Backend) startFailed(program string, err error) error {
 	host := b.host
 	what := fmt.Sprintf("start %s", program)
