@@ -75,13 +75,13 @@ func accessOf(sd *windows.SECURITY_DESCRIPTOR, admin *windows.SID) (DirAccess, e
 		a.Change = append(a.Change, "Everyone (the directory has no access list)")
 		return a, nil
 	}
-	change, read := map[string]bool{}, map[string]bool{}
+	change, read, made := map[string]bool{}, map[string]bool{}, map[string]bool{}
 	for i := uint32(0); i < uint32(dacl.AceCount); i++ {
 		var ace *windows.ACCESS_ALLOWED_ACE
 		if err := windows.GetAce(dacl, i, &ace); err != nil {
 			return a, err
 		}
-		if ace.Header.AceType != windows.ACCESS_ALLOWED_ACE_TYPE || ace.Header.AceFlags&windows.INHERIT_ONLY_ACE != 0 {
+		if ace.Header.AceType != windows.ACCESS_ALLOWED_ACE_TYPE {
 			continue
 		}
 		sid := (*windows.SID)(unsafe.Pointer(&ace.SidStart))
@@ -89,12 +89,29 @@ func accessOf(sd *windows.SECURITY_DESCRIPTOR, admin *windows.SID) (DirAccess, e
 			continue
 		}
 		name := account(sid)
-		if uint32(ace.Mask)&changeRights != 0 {
+		flags := ace.Header.AceFlags
+		writes := uint32(ace.Mask)&changeRights != 0
+		// An inheritable entry passes on to what is made in the directory
+		// later (a record is a file: object inherit; container inherit
+		// for what is made in subdirectories); an inherit-only one applies
+		// to nothing else.
+		if writes && flags&(windows.OBJECT_INHERIT_ACE|windows.CONTAINER_INHERIT_ACE) != 0 {
+			made[name] = true
+		}
+		switch {
+		case flags&windows.INHERIT_ONLY_ACE != 0:
+		case writes:
 			change[name] = true
-		} else {
+		default:
 			read[name] = true
 		}
 	}
+	for name := range made {
+		if !change[name] {
+			a.ChangeMade = append(a.ChangeMade, name)
+		}
+	}
+	slices.Sort(a.ChangeMade)
 	for name := range change {
 		a.Change = append(a.Change, name)
 		delete(read, name)

@@ -23,6 +23,10 @@ func TestAccessOf(t *testing.T) {
 		{"made by a user first", "O:S-1-5-21-1-2-3-1001D:P(A;OICI;GA;;;BA)(A;OICI;GA;;;SY)", DirAccess{Owner: "S-1-5-21-1-2-3-1001"}},
 		{"a user may change who may use it", "O:BAD:P(A;;GA;;;BA)(A;;WD;;;S-1-5-21-1-2-3-1001)", DirAccess{Change: []string{"S-1-5-21-1-2-3-1001"}}},
 		{"a denying entry is no access", "O:BAD:P(D;;GA;;;WD)(A;;GA;;;BA)", DirAccess{}},
+		{"users may change what is made in it (inherit-only)", "O:BAD:P(A;OICI;GA;;;BA)(A;OICI;GA;;;SY)(A;OICIIO;GA;;;BU)", DirAccess{ChangeMade: []string{"S-1-5-32-545"}}},
+		{"users may change files made in it (object inherit only)", "O:BAD:P(A;OICI;GA;;;BA)(A;OICI;GA;;;SY)(A;OIIO;FW;;;S-1-5-21-1-2-3-1001)", DirAccess{ChangeMade: []string{"S-1-5-21-1-2-3-1001"}}},
+		{"users may change subdirectories made in it, and read it", "O:BAD:P(A;OICI;GA;;;BA)(A;OICI;GA;;;SY)(A;OICI;0x1200a9;;;BU)(A;CIIO;GW;;;BU)", DirAccess{Read: []string{"S-1-5-32-545"}, ChangeMade: []string{"S-1-5-32-545"}}},
+		{"an inherit-only read is no change", "O:BAD:P(A;OICI;GA;;;BA)(A;OICI;GA;;;SY)(A;OICIIO;GR;;;BU)", DirAccess{}},
 		{"no access list", "O:BA", DirAccess{Change: []string{"Everyone (the directory has no access list)"}}},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
@@ -35,7 +39,7 @@ func TestAccessOf(t *testing.T) {
 				t.Fatal(err)
 			}
 			// Accounts are named where the host knows them; compare SIDs.
-			for _, names := range []*[]string{&got.Change, &got.Read} {
+			for _, names := range []*[]string{&got.Change, &got.Read, &got.ChangeMade} {
 				for i, n := range *names {
 					(*names)[i] = sidOf(t, n)
 				}

@@ -91,6 +91,10 @@ func (w windowsLeftovers) Find(ctx context.Context, _ string, tasks func(string)
 		for _, u := range o.Users {
 			held = append(held, "temporary user "+u)
 		}
+		if o.Refused != "" {
+			// -fix leaves it: RemoveOrphan refuses it too.
+			held = append(held, o.Refused)
+		}
 		out = append(out, Orphan{Namespace: hostProcessBackend, ID: o.ID, Why: o.Why, Held: append(held, recordOf(w.jobDir, o.ID)...)})
 	}
 	return out, nil

@@ -10,6 +10,8 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/containerd/errdefs"
+
 	"github.com/winproc/winproc/internal/winetest"
 	"github.com/winproc/winproc/shim/record"
 )
@@ -31,9 +33,9 @@ func TestWindowsLeftovers(t *testing.T) {
 	files := map[string]string{
 		filepath.Join(w.hcsDir, "stale.json"):       `{"id":"stale","scratch":"C:\\snapshots\\stale","shim":` + gone + `}`,
 		filepath.Join(w.hcsDir, "served.json"):      `{"id":"served","scratch":"C:\\snapshots\\served","shim":` + string(self) + `}`,
-		filepath.Join(w.jobDir, "left.json"):        `{"id":"left","users":["winproc-test-nosuchuser"],"shim":` + gone + `}`,
-		filepath.Join(w.jobDir, "known.json"):       `{"id":"known","users":["winproc-test-known"],"shim":` + gone + `}`,
-		filepath.Join(w.jobDir, "hostserved.json"):  `{"id":"hostserved","users":["winproc-test-served"],"shim":` + string(self) + `}`,
+		filepath.Join(w.jobDir, "left.json"):        `{"id":"left","users":["hpc-0000000000000001"],"shim":` + gone + `}`,
+		filepath.Join(w.jobDir, "known.json"):       `{"id":"known","users":["hpc-0000000000000002"],"shim":` + gone + `}`,
+		filepath.Join(w.jobDir, "hostserved.json"):  `{"id":"hostserved","users":["hpc-0000000000000003"],"shim":` + string(self) + `}`,
 		filepath.Join(w.hcsDir, "terminating", "x"): ``,
 	}
 	for path, body := range files {
@@ -62,7 +64,7 @@ func TestWindowsLeftovers(t *testing.T) {
 	got := strings.Join(lines, "\n")
 	for _, want := range []string{
 		`hcs/stale (its shim (pid 1073741824) is gone and containerd has no task stale): scratch layer C:\snapshots\stale, record ` + filepath.Join(w.hcsDir, "stale.json"),
-		`hostprocess/left (its shim (pid 1073741824) is gone and containerd has no task left): temporary user winproc-test-nosuchuser, record ` + filepath.Join(w.jobDir, "left.json"),
+		`hostprocess/left (its shim (pid 1073741824) is gone and containerd has no task left): temporary user hpc-0000000000000001, record ` + filepath.Join(w.jobDir, "left.json"),
 	} {
 		if !strings.Contains(got, want) {
 			t.Errorf("found\n%s\nlacks\n%s", got, want)
@@ -92,4 +94,29 @@ func TestWindowsLeftovers(t *testing.T) {
 	if !strings.HasPrefix(w.Where(""), "in HCS's compute systems of owner winproc, "+w.hcsDir) {
 		t.Errorf("Where = %q", w.Where(""))
 	}
+
+	// A record that names a user winproc does not make is listed with
+	// why it is refused, and -fix leaves it and the user alone.
+	t.Run("a refused record", func(t *testing.T) {
+		forged := filepath.Join(w.jobDir, "forged.json")
+		if err := os.WriteFile(forged, []byte(`{"id":"forged","users":["Administrator"],"shim":`+gone+`}`), 0o600); err != nil {
+			t.Fatal(err)
+		}
+		found, err := w.Find(ctx, "", tasks)
+		var o *Orphan
+		for i := range found {
+			if found[i].ID == "forged" {
+				o = &found[i]
+			}
+		}
+		if err != nil || o == nil || !strings.Contains(describeOrphan(*o), `users "Administrator" is refused`) {
+			t.Fatalf("Find = %+v, %v; want the forged record listed as refused", found, err)
+		}
+		if err := w.Remove(ctx, "", *o); !errdefs.IsFailedPrecondition(err) || !strings.Contains(err.Error(), forged) {
+			t.Errorf("Remove of a forged record = %v", err)
+		}
+		if _, err := os.Stat(forged); err != nil {
+			t.Errorf("the refused record is gone: %v", err)
+		}
+	})
 }

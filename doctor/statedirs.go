@@ -19,6 +19,10 @@ type DirAccess struct {
 	// Change are the others who can change what is in it; Read, those
 	// who can only read it.
 	Change, Read []string
+	// ChangeMade are the others whom an inheritable entry (object or
+	// container inherit, inherit-only included) lets change what is made
+	// in it later, such as the records the shim writes.
+	ChangeMade []string
 }
 
 // adminsOnlySDDL is the security descriptor winproc's state directories
@@ -67,6 +71,9 @@ func (d *run) checkStateDirs() {
 			who = append(who, "its owner "+a.Owner)
 		}
 		who = append(who, a.Change...)
+		for _, m := range a.ChangeMade {
+			who = append(who, m+" (what is made in it, by an inheritable entry)")
+		}
 		switch {
 		case len(who) > 0:
 			problems = append(problems, issue{Fail, fmt.Sprintf("%s can be changed by %s", dir, strings.Join(who, ", ")), d.stateDirFix(dir)})

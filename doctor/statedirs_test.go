@@ -23,6 +23,7 @@ func TestCheckStateDirs(t *testing.T) {
 		{"none made yet", nil, OK, "none made yet", ""},
 		{"made by a user first", map[string]DirAccess{root: {Owner: `NODE\mallory`}}, Fail, root + ` can be changed by its owner NODE\mallory`, "SetSecurityDescriptorSddlForm('O:BAD:P(A;OICI;GA;;;BA)(A;OICI;GA;;;SY)')"},
 		{"users may add files", map[string]DirAccess{root: {}, snap: {Change: []string{`BUILTIN\Users`}}}, Fail, snap + ` can be changed by BUILTIN\Users`, "Set-Acl -LiteralPath '" + snap + "'"},
+		{"users may change what is made in it", map[string]DirAccess{root: {}, shim: {ChangeMade: []string{`BUILTIN\Users`}}}, Fail, shim + ` can be changed by BUILTIN\Users (what is made in it, by an inheritable entry)`, "Set-Acl -LiteralPath '" + shim + "'"},
 		{"users may read", map[string]DirAccess{root: {}, shim: {Read: []string{`BUILTIN\Users`}}}, Warn, shim + ` can be read by BUILTIN\Users`, "Set-Acl -LiteralPath '" + shim + "'"},
 	}
 	for _, tc := range cases {

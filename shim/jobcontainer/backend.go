@@ -165,6 +165,9 @@ type held struct {
 	// with that shim's last handle, and what is recorded here is an
 	// orphan's once the shim is gone (orphans.go).
 	Shim record.Shim `json:"shim"`
+	// refused is why the record read is not acted on (checkHeld): what
+	// it names is left alone, and so is the record.
+	refused error
 }
 
 // Create makes HostProcess container id, without starting it; on failure
@@ -293,7 +296,11 @@ func checkSettings(s *compute.Settings, mountPoint string) ([]string, error) {
 		if strings.Trim(rel, `\/`) == "" {
 			return nil, invalid("mount %s → %s maps a whole drive: a HostProcess container's mount is placed under its mount point, which holds its rootfs; map a directory", d.HostPath, d.ContainerPath)
 		}
-		links[i] = join(mountPoint, rel)
+		links[i] = join(mountPoint, strings.ReplaceAll(rel, "/", `\`))
+		if !record.UnderWindowsRoot(mountPoint, links[i]) {
+			// The record of such a place would be refused (checkHeld).
+			return nil, invalid("mount %s → %s leads out of the container's mount point (a \".\" or \"..\" component): map a directory under it", d.HostPath, d.ContainerPath)
+		}
 	}
 	return links, nil
 }
@@ -333,6 +340,9 @@ func (b *Backend) releaseHeld(ctx context.Context, h held) {
 }
 
 func (b *Backend) release(ctx context.Context, h held) error {
+	if h.refused != nil {
+		return h.refused
+	}
 	left, err := b.unbindAll(h.Bindings)
 	errs := []error{err}
 	h.Bindings = left
@@ -374,7 +384,8 @@ func (b *Backend) releaseStale(ctx context.Context, id string) {
 }
 
 // readHeld reads the record of id; an unreadable one is logged and
-// ignored.
+// ignored. One that names what this backend does not make (checkHeld) is
+// logged and read as holding nothing, with why it is refused.
 func (b *Backend) readHeld(ctx context.Context, id string) (held, bool) {
 	var h held
 	ok, err := b.records.Read(id, &h)
@@ -385,7 +396,14 @@ func (b *Backend) readHeld(ctx context.Context, id string) (held, bool) {
 		log.G(ctx).WithError(err).Warn("ignore an unreadable record; what it names will not be released")
 		return held{}, false
 	}
-	return h, ok
+	if !ok {
+		return h, false
+	}
+	if err := b.checkHeld(h); err != nil {
+		log.G(ctx).WithError(err).Error("refuse a record")
+		return held{ID: id, Shim: h.Shim, refused: err}, true
+	}
+	return h, true
 }
 
 func (b *Backend) removeRecord(ctx context.Context, id string) {

@@ -96,6 +96,12 @@ func TestCreateRefuses(t *testing.T) {
 		{"whole drive", "c", func(s *compute.Settings) {
 			s.MappedDirectories = []compute.MappedDirectory{{HostPath: `D:\`, ContainerPath: `D:`}}
 		}, "whole drive"},
+		{"out of the mount point", "c", func(s *compute.Settings) {
+			s.MappedDirectories = []compute.MappedDirectory{{HostPath: `D:\x`, ContainerPath: `C:\data\..\..\Windows`}}
+		}, "leads out"},
+		{"out of the mount point, forward slashes", "c", func(s *compute.Settings) {
+			s.MappedDirectories = []compute.MappedDirectory{{HostPath: `D:\x`, ContainerPath: `C:/data/../../Windows`}}
+		}, "leads out"},
 		{"bad id", `..\x`, func(*compute.Settings) {}, "ids are"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
@@ -234,8 +240,8 @@ func TestCreateSandboxSize(t *testing.T) {
 // before the new container is mounted.
 func TestCreateReleasesStaleRecord(t *testing.T) {
 	b, f := testBackend(t)
-	f.users["hpc-old"] = "users"
-	if err := b.records.Write("c1", held{ID: "c1", Scratch: `C:\old`, MountPoint: `C:\hpc\c1`, Users: []string{"hpc-old"}}); err != nil {
+	f.users["hpc-0123456789abcdef"] = "users"
+	if err := b.records.Write("c1", held{ID: "c1", Scratch: `C:\old`, MountPoint: `C:\hpc\c1`, Users: []string{"hpc-0123456789abcdef"}}); err != nil {
 		t.Fatal(err)
 	}
 	s, err := b.Create(context.Background(), "c1", hostProcessSettings())
@@ -245,7 +251,7 @@ func TestCreateReleasesStaleRecord(t *testing.T) {
 	defer s.Close()
 	calls := strings.Join(f.callList(), "\n")
 	stale := strings.Index(calls, `unprepare C:\old`)
-	if stale < 0 || stale > strings.Index(calls, `activate C:\snapshots\9`) || !strings.Contains(calls, "deleteUser hpc-old") {
+	if stale < 0 || stale > strings.Index(calls, `activate C:\snapshots\9`) || !strings.Contains(calls, "deleteUser hpc-0123456789abcdef") {
 		t.Errorf("the stale record was not released first:\n%s", calls)
 	}
 	if h, _ := b.held(t, "c1"); h.Scratch != `C:\snapshots\9` || len(h.Users) != 0 {
@@ -259,8 +265,8 @@ func TestOpenGone(t *testing.T) {
 	b, f := testBackend(t)
 	f.mounts[`c:\hpc\c1`] = f.volume
 	f.files[`c:\hpc\c1`] = true
-	f.users["hpc-1"] = "users"
-	if err := b.records.Write("c1", held{ID: "c1", Scratch: `C:\snapshots\9`, MountPoint: `C:\hpc\c1`, Users: []string{"hpc-1"}}); err != nil {
+	f.users["hpc-00000000000000a1"] = "users"
+	if err := b.records.Write("c1", held{ID: "c1", Scratch: `C:\snapshots\9`, MountPoint: `C:\hpc\c1`, Users: []string{"hpc-00000000000000a1"}}); err != nil {
 		t.Fatal(err)
 	}
 	_, err := b.Open(context.Background(), "c1")

@@ -55,6 +55,11 @@ type binding interface {
 	// resumed once it is in the job.
 	createProcess(p startParams) (started, error)
 	resumeThread(thread handle) error
+	// ownJob is IsProcessInJob(GetCurrentProcess(), NULL) and, when the
+	// shim is in a job, the LimitFlags of
+	// QueryInformationJobObject(NULL, JobObjectExtendedLimitInformation):
+	// its job's.
+	ownJob() (inJob bool, limitFlags uint32, err error)
 	// waitProcess is WaitForMultipleObjects(process, cancel): whether the
 	// process exited (false: cancel was set first).
 	waitProcess(process, cancel handle) (bool, error)
@@ -184,8 +189,10 @@ const (
 // Job limit flags (JOB_OBJECT_LIMIT_*) and CPU rate flags
 // (JOB_OBJECT_CPU_RATE_CONTROL_*).
 const (
-	limitJobMemory   = 0x00000200
-	limitKillOnClose = 0x00002000
+	limitJobMemory       = 0x00000200
+	limitBreakawayOK     = 0x00000800
+	limitSilentBreakaway = 0x00001000
+	limitKillOnClose     = 0x00002000
 
 	cpuRateEnable      = 0x1
 	cpuRateWeightBased = 0x2

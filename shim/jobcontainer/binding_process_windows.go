@@ -62,6 +62,13 @@ func (winBinding) createProcess(p startParams) (started, error) {
 	si := &windows.StartupInfoEx{}
 	si.Cb = uint32(unsafe.Sizeof(*si))
 	inherit := false
+	// The standard handles are always given: without
+	// STARTF_USESTDHANDLES a process inherits the shim's own (NUL, the
+	// panic log), and a pseudo console replaces only console handles
+	// (microsoft/terminal#11276), so a Terminal process would write past
+	// its console. Null ones make it open its console's (hcsshim
+	// internal/exec sets the flag for the same reason).
+	si.Flags = windows.STARTF_USESTDHANDLES
 	if p.console != 0 {
 		// The console is the process's stdio; the pseudo console's handle
 		// is the attribute's value itself.
@@ -75,7 +82,6 @@ func (winBinding) createProcess(p startParams) (started, error) {
 	} else {
 		// Only the pipes are inherited (the handle list), not every
 		// inheritable handle of the shim.
-		si.Flags = windows.STARTF_USESTDHANDLES
 		var handles []windows.Handle
 		for _, s := range []struct {
 			f  *os.File
@@ -99,6 +105,32 @@ func (winBinding) createProcess(p startParams) (started, error) {
 		return started{}, err
 	}
 	return started{process: handle(pi.Process), thread: handle(pi.Thread), pid: pi.ProcessId}, nil
+}
+
+// procInJob is IsProcessInJob, which x/sys/windows does not have.
+var procInJob = kernel32.NewProc("IsProcessInJob")
+
+func (winBinding) ownJob() (bool, uint32, error) {
+	if err := find(procInJob); err != nil {
+		return false, 0, err
+	}
+	var in int32
+	r, _, e := syscall.SyscallN(procInJob.Addr(), uintptr(windows.CurrentProcess()), 0, uintptr(unsafe.Pointer(&in)))
+	if r == 0 {
+		return false, 0, lastError(e)
+	}
+	if in == 0 {
+		return false, 0, nil
+	}
+	var info windows.JOBOBJECT_EXTENDED_LIMIT_INFORMATION
+	if err := find(procQryJ); err != nil {
+		return true, 0, err
+	}
+	r, _, e = syscall.SyscallN(procQryJ.Addr(), 0, windows.JobObjectExtendedLimitInformation, uintptr(unsafe.Pointer(&info)), unsafe.Sizeof(info), 0)
+	if r == 0 {
+		return true, 0, lastError(e)
+	}
+	return true, info.BasicLimitInformation.LimitFlags, nil
 }
 
 func (winBinding) resumeThread(thread handle) error {

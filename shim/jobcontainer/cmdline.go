@@ -95,7 +95,10 @@ type program struct {
 //     no such file exists, up to the second, and so on (C:\Program
 //     Files\x.exe), and the name found is quoted in the command line the
 //     program gets, so that its own parsing agrees;
-//   - a name without an extension gets .exe (a trailing dot means none);
+//   - the extension (programCandidates): a bare name without one gets
+//     .exe, a trailing dot meaning none; a name with a path is taken as
+//     written first, so that a program without an extension (agnhost, as
+//     Kubernetes' images ship it) starts, then with .exe;
 //   - a full path is taken as is; a relative path with a directory is
 //     looked for under the mount point, then the working directory; a bare
 //     name in the dirs of searchPath, in order.
@@ -143,22 +146,17 @@ func resolveProgram(commandLine string, mountPoint, dir string, search []string,
 
 // lookProgram looks for the program name.
 func lookProgram(name, mountPoint, dir string, search []string, isFile func(string) bool) (string, bool) {
-	last := name[strings.LastIndexAny(name, `\/:`)+1:]
-	switch {
-	case strings.HasSuffix(last, "."):
-		name = strings.TrimRight(name, ".")
-	case !strings.Contains(last, "."):
-		name += ".exe"
-	}
 	var candidates []string
-	switch {
-	case isAbs(name):
-		candidates = []string{name}
-	case strings.ContainsAny(name, `\/:`):
-		candidates = []string{join(mountPoint, name), join(dir, name)}
-	default:
-		for _, d := range search {
-			candidates = append(candidates, join(d, name))
+	for _, n := range programCandidates(name) {
+		switch {
+		case isAbs(n):
+			candidates = append(candidates, n)
+		case strings.ContainsAny(n, `\/:`):
+			candidates = append(candidates, join(mountPoint, n), join(dir, n))
+		default:
+			for _, d := range search {
+				candidates = append(candidates, join(d, n))
+			}
 		}
 	}
 	for _, c := range candidates {
@@ -167,6 +165,26 @@ func lookProgram(name, mountPoint, dir string, search []string, isFile func(stri
 		}
 	}
 	return "", false
+}
+
+// programCandidates are the file names a program's name may stand for,
+// in order. CreateProcess's documentation (lpCommandLine) appends .exe to
+// a name without an extension, but not to one that ends in a period or
+// "contains a path"; its own example, and SearchPathW's ".exe" as runhcs
+// calls it (hcsshim internal/jobcontainers searchPathForExe), do append
+// it to a full path. So a name with a path is tried as written, then with
+// .exe; a bare name only with .exe.
+func programCandidates(name string) []string {
+	last := name[strings.LastIndexAny(name, `\/:`)+1:]
+	switch {
+	case strings.HasSuffix(last, "."):
+		return []string{strings.TrimRight(name, ".")}
+	case strings.Contains(last, "."):
+		return []string{name}
+	case strings.ContainsAny(name, `\/:`):
+		return []string{name, name + ".exe"}
+	}
+	return []string{name + ".exe"}
 }
 
 // notFound is the error for a program that is not there, naming it and

@@ -15,6 +15,9 @@ func TestResolveProgram(t *testing.T) {
 		`c:\hpc\c1\bin\tool.exe`:                true,
 		`c:\hpc\c1\run.bat`:                     true,
 		`c:\hpc\c1\noext`:                       true,
+		`c:\hpc\c1\agnhost`:                     true, // Kubernetes' test image's program has no extension
+		`c:\hpc\c1\bin\both`:                    true,
+		`c:\hpc\c1\bin\both.exe`:                true,
 		`c:\windows\system32\cmd.exe`:           true,
 		`c:\windows\system32\ping.exe`:          true,
 		`c:\program files\my app\agent.exe`:     true,
@@ -44,6 +47,13 @@ func TestResolveProgram(t *testing.T) {
 		{"an extension is kept", `run.bat x`, `C:\hpc\c1\run.bat`, `run.bat x`},
 		{"a trailing dot means no extension", `noext. a`, `C:\hpc\c1\noext`, `noext. a`},
 		{"tabs separate", "app.exe\tserve", `C:\hpc\c1\app.exe`, "app.exe\tserve"},
+		// CreateProcess's rules for the extension (lpCommandLine): a name
+		// with a path is the file as written, else with .exe.
+		{"full path without an extension", `C:\hpc\c1\agnhost netexec`, `C:\hpc\c1\agnhost`, `C:\hpc\c1\agnhost netexec`},
+		{"the mount point variable, no extension", `%CONTAINER_SANDBOX_MOUNT_POINT%\agnhost pause`, `C:\hpc\c1\agnhost`, `C:\hpc\c1\agnhost pause`},
+		{"rooted without a drive, no extension (an image's entrypoint)", `/agnhost pause`, `C:\hpc\c1\agnhost`, `/agnhost pause`},
+		{"with a path, the name as written before .exe", `bin\both`, `C:\hpc\c1\bin\both`, `bin\both`},
+		{"full path: .exe when the name as written is not there", `C:\Windows\System32\ping -n 1`, `C:\Windows\System32\ping.exe`, `C:\Windows\System32\ping -n 1`},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			p, err := resolveProgram(tc.line, `C:\hpc\c1`, `C:\work`, search, isFile)
@@ -64,6 +74,7 @@ func TestResolveProgram(t *testing.T) {
 		{"missing with a directory", `bin\nope.exe`, errdefs.IsNotFound, []string{`"bin\\nope.exe"`, `C:\hpc\c1 and C:\work`}},
 		{"missing full path", `C:\nope\x.exe`, errdefs.IsNotFound, []string{`"C:\\nope\\x.exe"`, "its path"}},
 		{"a directory is no program", `dirlike.exe`, errdefs.IsNotFound, []string{"dirlike.exe"}},
+		{"a bare name gets only .exe", `agnhost pause`, errdefs.IsNotFound, []string{`"agnhost"`}},
 		{"no closing quote", `"C:\Program Files\x`, errdefs.IsInvalidArgument, []string{"closing quote"}},
 		{"empty", `  `, errdefs.IsInvalidArgument, []string{"empty"}},
 	} {

@@ -27,6 +27,9 @@
 //	start.go    CreateProcess: user, environment, directory, program,
 //	            pipes or pseudo console, suspended start in the job
 //	cmdline.go  the program of a command line, as CreateProcess finds it
+//	            (.exe added to a bare name; a path as written, then .exe)
+//	orphans.go  what dead shims left; the check of a record before it is
+//	            acted on: only names and paths the backend makes
 //	env.go      a process's environment
 //	users.go    ProcessSettings.User to a logon token
 //	process.go  compute.Process: exit, console events, kill, console size
@@ -48,7 +51,11 @@
 // stopped once the job has no process left after one ran, or after a stop
 // was requested. A process owns one goroutine waiting for its exit (or
 // for Close); it then copies the remaining output for at most
-// Options.DrainTimeout and closes its handles. The job object is killed
+// Options.DrainTimeout and closes its handles. Close of a Terminal
+// process that still runs ends it: its pseudo console is closed with the
+// handles, and ClosePseudoConsole ends the processes attached to it. A
+// Terminal process gets null standard handles, so that it opens its
+// console's rather than inheriting the shim's. The job object is killed
 // when its last handle closes: a shim that dies takes its containers'
 // processes with it, and Open, for the shim's delete, then finds the job
 // gone and releases what the record names.

@@ -50,6 +50,7 @@ type fakeHost struct {
 	users   map[string]string // name → group
 	groups  map[string]bool
 	ownSID  string
+	shimJob *uint32 // the limit flags of the job the shim is in; nil: none
 	profile []string
 	cpus    uint32
 }
@@ -404,6 +405,11 @@ func (f *fakeHost) createProcess(p startParams) (started, error) {
 	if err := f.callLocked("createProcess", p.application); err != nil {
 		return started{}, err
 	}
+	if f.shimJob != nil && *f.shimJob&(limitBreakawayOK|limitSilentBreakaway) == 0 {
+		// The binding asks for CREATE_BREAKAWAY_FROM_JOB, which a job
+		// without breakaway refuses (CreateProcessW's documentation).
+		return started{}, errorAccessDenied
+	}
 	if _, ok := f.get(p.token).(fakeToken); !ok {
 		f.t.Errorf("createProcess with token %d, which is not a token", p.token)
 	}
@@ -416,6 +422,15 @@ func (f *fakeHost) createProcess(p startParams) (started, error) {
 
 // resumeThread runs the fake process: what it writes is written now, while
 // the core still holds the child's ends of the pipes.
+func (f *fakeHost) ownJob() (bool, uint32, error) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	if err := f.callLocked("ownJob"); err != nil || f.shimJob == nil {
+		return false, 0, err
+	}
+	return true, *f.shimJob, nil
+}
+
 func (f *fakeHost) resumeThread(thread handle) error {
 	f.mu.Lock()
 	defer f.mu.Unlock()
@@ -548,10 +563,19 @@ func (f *fakeHost) resizePseudoConsole(c handle, w, h uint16) error {
 	return f.callLocked("resizePseudoConsole", fmt.Sprintf("%dx%d", w, h))
 }
 
+// closePseudoConsole ends the processes attached to the console, as
+// ClosePseudoConsole does ("client applications attached to the session
+// will be terminated as well"), with STATUS_CONTROL_C_EXIT, the exit of a
+// console process closed under it.
 func (f *fakeHost) closePseudoConsole(c handle) {
 	f.mu.Lock()
 	defer f.mu.Unlock()
 	f.get(c)
+	for _, p := range f.procs {
+		if p.params.console == c {
+			f.exitLocked(p, 0xC000013A)
+		}
+	}
 	f.closeLocked(c)
 	f.callLocked("closePseudoConsole")
 }
@@ -606,8 +630,17 @@ func (f *fakeHost) logonUser(user, domain, password string, logonType uint32) (h
 	if err := f.callLocked("logonUser", domain+`\`+user, strconv.Itoa(int(logonType))); err != nil {
 		return 0, err
 	}
+	if strings.EqualFold(domain, "NT AUTHORITY") && (!serviceAccounts[strings.ToLower(user)] || logonType != logonService) {
+		return 0, errorLogonFailure
+	}
 	return f.newHandle(fakeToken(domain + `\` + user)), nil
 }
+
+// serviceAccounts are the NT AUTHORITY names a service logon takes, as
+// Windows compares account names, without case: the accounts' own names
+// (LookupAccountSid of S-1-5-19 and S-1-5-20) and the names services are
+// configured with (CreateServiceW's lpServiceStartName).
+var serviceAccounts = map[string]bool{"local service": true, "localservice": true, "network service": true, "networkservice": true}
 
 func (f *fakeHost) processToken() (handle, error) {
 	f.mu.Lock()

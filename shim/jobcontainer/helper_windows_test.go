@@ -30,6 +30,10 @@ import (
 //	spawn          starts a child that starts a grandchild (both sleep),
 //	               prints "child <pid>" and "grandchild <pid>", sleeps
 //	alloc MB       commits MB MiB: exits 0, or 3 when refused
+//	breakaway      puts itself in a job without breakaway, starts a process
+//	               through the binding, prints the start's error
+//	stdhandles F   writes "tty-output" to stdout and stderr, and what its
+//	               standard handles are to the file F
 const helperEnv = "WINPROC_JOBCONTAINER_HELPER"
 
 func TestMain(m *testing.M) {
@@ -83,6 +87,10 @@ func helper(args []string) int {
 		}
 		fmt.Printf("%s %d\n", label, cmd.Process.Pid)
 		time.Sleep(time.Hour)
+	case "stdhandles":
+		return stdHandles(args[1])
+	case "breakaway":
+		return startInJob()
 	case "alloc":
 		mb, _ := strconv.Atoi(args[1])
 		a, err := windows.VirtualAlloc(0, uintptr(mb)<<20, windows.MEM_COMMIT|windows.MEM_RESERVE, windows.PAGE_READWRITE)

@@ -3,6 +3,7 @@ package jobcontainer
 import (
 	"context"
 	"fmt"
+	"regexp"
 	"strings"
 
 	"github.com/containerd/errdefs"
@@ -32,6 +33,9 @@ type Orphan struct {
 	MountPoint string
 	Bindings   []string
 	Users      []string
+	// Refused says why its record is not acted on (it names what winproc
+	// does not make): RemoveOrphan leaves it, and what it names, alone.
+	Refused string
 }
 
 // FindOrphans lists the containers recorded in the state directory whose
@@ -55,7 +59,11 @@ func (b *Backend) FindOrphans(ctx context.Context, hasTask func(id string) bool)
 		if why == "" {
 			continue
 		}
-		out = append(out, Orphan{ID: id, Why: why, Scratch: h.Scratch, MountPoint: h.MountPoint, Bindings: h.Bindings, Users: h.Users})
+		o := Orphan{ID: id, Why: why, Scratch: h.Scratch, MountPoint: h.MountPoint, Bindings: h.Bindings, Users: h.Users}
+		if h.refused != nil {
+			o.Refused = h.refused.Error()
+		}
+		out = append(out, o)
 	}
 	return out, nil
 }
@@ -74,6 +82,9 @@ func (b *Backend) RemoveOrphan(ctx context.Context, o Orphan) error {
 	if _, err := b.records.Read(o.ID, &h); err != nil {
 		return fmt.Errorf("orphan %s: %w", o.ID, err)
 	}
+	if err := b.checkHeld(h); err != nil {
+		return err
+	}
 	if record.Alive(h.Shim) {
 		return fmt.Errorf("HostProcess container %s is served by the running shim %d: not an orphan: %w", o.ID, h.Shim.PID, errdefs.ErrFailedPrecondition)
 	}
@@ -90,4 +101,41 @@ func (b *Backend) RemoveOrphan(ctx context.Context, o Orphan) error {
 	}
 	log.G(ctx).WithFields(log.Fields{"id": o.ID, "scratch": o.Scratch, "users": o.Users}).Infof("released what an orphaned HostProcess container held (%s)", o.Why)
 	return nil
+}
+
+// tempUserPattern is what tempUserName makes: no other user is a
+// temporary one to delete.
+var tempUserPattern = regexp.MustCompile(`^hpc-[0-9a-f]{16}$`)
+
+// checkHeld refuses a record that names what this backend does not make
+// (record.Refused): a mount point other than <MountRoot>\<id>, a binding
+// not under it, a user not of tempUserName's form, a scratch that is not
+// a full path free of "." and ".." components. The scratch's own root is
+// the snapshotter's, which the backend is not told; the layer functions
+// act on it (UnprepareLayer, DeactivateLayer), they do not remove it.
+func (b *Backend) checkHeld(h held) error {
+	mountPoint := join(b.mountRoot, h.ID)
+	if h.MountPoint != "" && !strings.EqualFold(h.MountPoint, mountPoint) {
+		return b.records.Refused(h.ID, "mountPoint", h.MountPoint, "a container's mount point is "+mountPoint)
+	}
+	for _, p := range h.Bindings {
+		if !record.UnderWindowsRoot(mountPoint, p) {
+			return b.records.Refused(h.ID, "bindings", p, "a container's bindings are under its mount point "+mountPoint)
+		}
+	}
+	for _, u := range h.Users {
+		if !tempUserPattern.MatchString(u) {
+			return b.records.Refused(h.ID, "users", u, "not a temporary user's name (hpc- and 16 hexadecimal digits)")
+		}
+	}
+	if h.Scratch != "" && !fullCleanPath(h.Scratch) {
+		return b.records.Refused(h.ID, "scratch", h.Scratch, `not a full path without "." or ".." components`)
+	}
+	return nil
+}
+
+// fullCleanPath reports whether p is a full Windows path, C:\..., with no
+// "." or ".." component.
+func fullCleanPath(p string) bool {
+	return len(p) > 3 && p[1] == ':' && p[2] == '\\' && record.UnderWindowsRoot(p[:2], p)
 }

@@ -236,7 +236,12 @@ func (p *process) CloseStdin(ctx context.Context) error {
 }
 
 // Close stops the copies and lets wait close the handles. It neither
-// kills nor waits.
+// kills nor waits, but a Terminal process that is still running ends:
+// wait closes its pseudo console with the handles, and ClosePseudoConsole
+// ends the processes attached to it (its documentation). Keeping the
+// console open would not serve the process either: Close closes the
+// reading end of the console's output, so what the process writes has
+// nowhere to go. The shim closes a process only after its exit.
 func (p *process) Close() error {
 	p.mu.Lock()
 	if p.closed {

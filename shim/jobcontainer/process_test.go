@@ -2,6 +2,7 @@ package jobcontainer
 
 import (
 	"context"
+	"io"
 	"strings"
 	"testing"
 
@@ -66,8 +67,8 @@ func TestKill(t *testing.T) {
 	}
 }
 
-// Close before the exit ends the wait (the process runs on) and releases
-// the handles.
+// Close before the exit ends the wait (a process without a console runs
+// on) and releases the handles.
 func TestProcessClose(t *testing.T) {
 	_, f, s := startedSystem(t)
 	p := run(t, s, &compute.ProcessSettings{CommandLine: "app.exe ignore"})
@@ -137,4 +138,69 @@ func TestTerminal(t *testing.T) {
 	if err := q.ResizeConsole(context.Background(), 1, 1); !errdefs.IsFailedPrecondition(err) {
 		t.Errorf("resize without a console = %v", err)
 	}
+}
+
+// A shim in a job without breakaway cannot start a process with
+// CREATE_BREAKAWAY_FROM_JOB: the error names that cause and its fix, not
+// the shim's account; in a job that allows it, or none, the start works.
+func TestStartInJobWithoutBreakaway(t *testing.T) {
+	for _, tc := range []struct {
+		name  string
+		flags *uint32
+		fails bool
+	}{
+		{"no job", nil, false},
+		{"a job without breakaway", ptr(uint32(limitKillOnClose)), true},
+		{"a job with breakaway", ptr(uint32(limitBreakawayOK)), false},
+		{"a job with silent breakaway", ptr(uint32(limitSilentBreakaway)), false},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			_, f, s := startedSystem(t)
+			f.mu.Lock()
+			f.shimJob = tc.flags
+			f.mu.Unlock()
+			p, err := s.CreateProcess(context.Background(), &compute.ProcessSettings{CommandLine: "app.exe exit 0", User: `NT AUTHORITY\SYSTEM`})
+			if !tc.fails {
+				if err != nil {
+					t.Fatal(err)
+				}
+				p.Close()
+				return
+			}
+			if !errdefs.IsFailedPrecondition(err) {
+				t.Fatalf("CreateProcess = %v", err)
+			}
+			for _, want := range []string{"JOB_OBJECT_LIMIT_BREAKAWAY_OK", "CREATE_BREAKAWAY_FROM_JOB", "containerd", "app.exe"} {
+				if !strings.Contains(err.Error(), want) {
+					t.Errorf("%v does not name %s", err, want)
+				}
+			}
+			if strings.Contains(err.Error(), "SYSTEM") {
+				t.Errorf("%v blames the shim's account", err)
+			}
+		})
+	}
+}
+
+func ptr[T any](v T) *T { return &v }
+
+// Close before the exit of a Terminal process closes its pseudo console,
+// which ends the process (ClosePseudoConsole's documentation): it does not
+// run on as a process with pipes does, and a system whose last process it
+// was stops.
+func TestTerminalClose(t *testing.T) {
+	_, f, s := startedSystem(t)
+	p := run(t, s, &compute.ProcessSettings{CommandLine: "app.exe ignore", Terminal: true, Stdout: io.Discard})
+	if err := p.Close(); err != nil {
+		t.Fatal(err)
+	}
+	within(t, p.Wait(), "the wait's end")
+	f.mu.Lock()
+	proc := f.procs[uint32(p.Pid())]
+	exited, code := proc.exited, proc.code
+	f.mu.Unlock()
+	if !exited || code != 0xC000013A {
+		t.Errorf("after Close the process exited %v with %#x; want it ended with its console", exited, code)
+	}
+	within(t, s.Wait(), "the system's stop")
 }

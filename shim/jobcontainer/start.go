@@ -116,7 +116,7 @@ func (s *system) launch(ctx context.Context, ps *compute.ProcessSettings, params
 	err = s.withJob(func(job handle) error {
 		var err error
 		if started, err = host.createProcess(params); err != nil {
-			return classify(fmt.Sprintf("start %s", params.application), err, host.facts(err))
+			return s.b.startFailed(params.application, err)
 		}
 		if err = host.assignProcessToJobObject(job, started.process); err != nil {
 			err = classify("put the process in the container's job object", err, host.facts(err))
@@ -254,4 +254,24 @@ func (st *stdio) close(h host) {
 	if st.console != 0 {
 		h.closePseudoConsole(st.console)
 	}
+}
+
+// startFailed is the error of a CreateProcessAsUser that failed. Access
+// denied is the breakaway the binding asks for
+// (CREATE_BREAKAWAY_FROM_JOB, so that the process is in the container's
+// job alone): a shim in a job without JOB_OBJECT_LIMIT_BREAKAWAY_OK, as
+// containerd started in such a job starts it, is refused it; the shim's
+// own job says whether that is the cause (its immediate job's limits, as
+// QueryInformationJobObject reads them for NULL).
+func (b *Backend) startFailed(program string, err error) error {
+	host := b.host
+	what := fmt.Sprintf("start %s", program)
+	if !host.facts(err).AccessDenied {
+		return classify(what, err, host.facts(err))
+	}
+	in, flags, jerr := host.ownJob()
+	if jerr != nil || !in || flags&(limitBreakawayOK|limitSilentBreakaway) != 0 {
+		return classify(what, err, host.facts(err))
+	}
+	return fmt.Errorf("%s: %w: the shim runs in a job object that does not allow breakaway (no JOB_OBJECT_LIMIT_BREAKAWAY_OK in its limits), so CreateProcess with CREATE_BREAKAWAY_FROM_JOB, which puts the process in its container's job alone, is refused: run containerd (and so its shims) outside a job, or in one whose limits include JOB_OBJECT_LIMIT_BREAKAWAY_OK: %w", what, err, errdefs.ErrFailedPrecondition)
 }

@@ -41,8 +41,11 @@ const systemSID = "S-1-5-18"
 
 // parseAccount reads a user as Kubernetes gives it (runAsUserName):
 // NT AUTHORITY\SYSTEM, NT AUTHORITY\LOCAL SERVICE (or LocalService),
-// NT AUTHORITY\NETWORK SERVICE (or NetworkService), a local user or
-// group, or DOMAIN\user.
+// NT AUTHORITY\NETWORK SERVICE (or NetworkService), in any letter case, a
+// local user or group, or DOMAIN\user. The name and domain are kept as
+// written: LogonUserW gets them as the kubelet passed them, as runhcs
+// passes them (hcsshim internal/jobcontainers processToken), and Windows
+// resolves the spellings itself.
 func parseAccount(user string) (account, error) {
 	user = strings.TrimSpace(user)
 	if user == "" {
@@ -59,11 +62,9 @@ func parseAccount(user string) (account, error) {
 	case strings.EqualFold(domain, "NT AUTHORITY"):
 		switch strings.ToLower(strings.ReplaceAll(name, " ", "")) {
 		case "system", "localsystem":
-			return account{kind: accountSystem, name: "SYSTEM", domain: "NT AUTHORITY"}, nil
-		case "localservice":
-			return account{kind: accountService, name: "LocalService", domain: "NT AUTHORITY"}, nil
-		case "networkservice":
-			return account{kind: accountService, name: "NetworkService", domain: "NT AUTHORITY"}, nil
+			return account{kind: accountSystem, name: name, domain: domain}, nil
+		case "localservice", "networkservice":
+			return account{kind: accountService, name: name, domain: domain}, nil
 		}
 		return account{}, invalid("user %q: a HostProcess container runs as NT AUTHORITY\\SYSTEM, NT AUTHORITY\\LOCAL SERVICE or NT AUTHORITY\\NETWORK SERVICE of the NT AUTHORITY accounts", user)
 	case domain == "", domain == ".", strings.EqualFold(domain, "BUILTIN"):

@@ -17,10 +17,10 @@ func TestParseAccount(t *testing.T) {
 		want account
 	}{
 		{`NT AUTHORITY\SYSTEM`, account{accountSystem, "SYSTEM", "NT AUTHORITY"}},
-		{`nt authority\system`, account{accountSystem, "SYSTEM", "NT AUTHORITY"}},
-		{`NT AUTHORITY\Local Service`, account{accountService, "LocalService", "NT AUTHORITY"}},
+		{`nt authority\system`, account{accountSystem, "system", "nt authority"}},
+		{`NT AUTHORITY\Local Service`, account{accountService, "Local Service", "NT AUTHORITY"}},
 		{`NT AUTHORITY\LocalService`, account{accountService, "LocalService", "NT AUTHORITY"}},
-		{`NT AUTHORITY\NETWORK SERVICE`, account{accountService, "NetworkService", "NT AUTHORITY"}},
+		{`NT AUTHORITY\NETWORK SERVICE`, account{accountService, "NETWORK SERVICE", "NT AUTHORITY"}},
 		{`NT AUTHORITY\NetworkService`, account{accountService, "NetworkService", "NT AUTHORITY"}},
 		{`Administrators`, account{accountLocal, "Administrators", ""}},
 		{`BUILTIN\Users`, account{accountLocal, "Users", "BUILTIN"}},
@@ -50,7 +50,7 @@ func TestTokens(t *testing.T) {
 	}{
 		{"SYSTEM", `NT AUTHORITY\SYSTEM`, false, []string{"processToken", "tokenUser"}, "shim"},
 		{"inherit user", `NT AUTHORITY\NETWORK SERVICE`, true, []string{"processToken"}, "shim"},
-		{"local service", `NT AUTHORITY\LOCAL SERVICE`, false, []string{`logonUser NT AUTHORITY\LocalService 5`}, `NT AUTHORITY\LocalService`},
+		{"local service", `NT AUTHORITY\LOCAL SERVICE`, false, []string{`logonUser NT AUTHORITY\LOCAL SERVICE 5`}, `NT AUTHORITY\LOCAL SERVICE`},
 		{"network service", `NT AUTHORITY\NetworkService`, false, []string{`logonUser NT AUTHORITY\NetworkService 5`}, `NT AUTHORITY\NetworkService`},
 		{"local user", `agent`, false, []string{"localGroupExists agent", `logonUser \agent 2`}, `\agent`},
 		{"domain user", `CORP\agent`, false, []string{`logonUser CORP\agent 2`}, `CORP\agent`},
@@ -83,6 +83,35 @@ func TestTokens(t *testing.T) {
 			}
 			if got := withoutWatch(f.callList())[before:]; !reflect.DeepEqual(got, tc.calls) {
 				t.Errorf("calls %q, want %q (once)", got, tc.calls)
+			}
+		})
+	}
+}
+
+// Each spelling of the service accounts the kubelet can pass
+// (runAsUserName is passed on as the pod spec writes it; Kubernetes'
+// documentation and e2e tests write "NT AUTHORITY\Local service") reaches
+// LogonUserW as written, with a service logon, and the process starts.
+func TestServiceAccountSpellings(t *testing.T) {
+	for _, user := range []string{
+		`NT AUTHORITY\Local service`,
+		`NT AUTHORITY\LOCAL SERVICE`,
+		`NT AUTHORITY\LocalService`,
+		`nt authority\local service`,
+		`NT AUTHORITY\Network Service`,
+		`NT AUTHORITY\NETWORK SERVICE`,
+		`NT AUTHORITY\NetworkService`,
+	} {
+		t.Run(user, func(t *testing.T) {
+			_, f, s := startedSystem(t)
+			p, err := s.CreateProcess(context.Background(), &compute.ProcessSettings{CommandLine: "app.exe exit 0", User: user})
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer p.Close()
+			want := "logonUser " + user + " 5"
+			if calls := strings.Join(f.callList(), "\n"); !strings.Contains(calls, want) {
+				t.Errorf("no %q in\n%s", want, calls)
 			}
 		})
 	}
