@@ -96,6 +96,7 @@ func newServices(ic *plugin.InitContext) (any, error) {
 		return imagecheck.Check(ctx, stores, host, id)
 	}
 	tasks := task.New(b, publisher.(shim.Publisher), sd.(shutdown.Service), check)
+	tasks.SetPodCheck(podCheck(conn))
 	prepare := func(ctx context.Context, image, id string) (*pauseimage.Rootfs, func(context.Context) error, error) {
 		return pauseimage.Prepare(ctx, conn, containerdnames.Snapshotter, image, id, host)
 	}
