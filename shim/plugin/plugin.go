@@ -24,6 +24,7 @@ import (
 	"github.com/winproc/winproc/shim/backend"
 	"github.com/winproc/winproc/shim/compute"
 	"github.com/winproc/winproc/shim/imagecheck"
+	"github.com/winproc/winproc/shim/manager"
 	"github.com/winproc/winproc/shim/options"
 	"github.com/winproc/winproc/shim/pauseimage"
 	"github.com/winproc/winproc/shim/sandbox"
@@ -73,6 +74,9 @@ func newServices(ic *plugin.InitContext) (any, error) {
 		// Teardowns carried on in the background end before the shim
 		// does, within shutdown's bound on its callbacks.
 		sd.(shutdown.Service).RegisterCallback(d.Drain)
+	}
+	if cleanup := manager.SocketCleanup(); cleanup != nil {
+		sd.(shutdown.Service).RegisterCallback(cleanup)
 	}
 	host, err := backend.HostBuild(opts)
 	if err != nil {
