@@ -11,7 +11,8 @@ import (
 // containerd.exe's Windows CRI, on the shipped shim.exe, in both sandbox
 // modes. A command line longer than CreateProcess takes, an environment
 // value longer than Windows allows for one variable, and a NUL in the
-// environment are refused at create, InvalidArgument, naming the field, in
+// environment are refused when the shim is given them (crictl start),
+// InvalidArgument, naming the field, in
 // an ordinary pod (HCS backend) and a HostProcess pod (job containers);
 // the longest value Windows takes reaches the process whole.
 func TestCRIBadInputLimits(t *testing.T) {
@@ -77,9 +78,14 @@ func criBadInputLimits(t *testing.T, sandboxer string) {
 				for key, v := range tc.extra(k.program) {
 					cfg[key] = v
 				}
-				out, errOut, err := n.Crictl("create", k.pod, criJSON(t, name+".json", cfg), k.config)
+				// containerd.exe's CRI records the container at create;
+				// the shim is given it at start.
+				c := criRun(t, n, "create", k.pod, criJSON(t, name+".json", cfg), k.config)
+				defer criRun(t, n, "rm", c)
+				_, errOut, err := n.Crictl("start", c)
 				if err == nil {
-					t.Fatalf("create accepted the container: %s", out)
+					criRun(t, n, "stop", c)
+					t.Fatal("start accepted the container")
 				}
 				if !strings.Contains(errOut, "code = InvalidArgument") {
 					t.Errorf("the refusal is not InvalidArgument:\n%.2000s", errOut)
