@@ -10,6 +10,7 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/winproc/winproc/integration/node"
 )
@@ -192,7 +193,8 @@ func requireRefusal(t *testing.T, out string, field []string) {
 
 // A shim-mode pod, once removed, leaves nothing: no socket file in
 // containerd's shim socket directory, no shim or Wine process, no mount,
-// no directory of its compute systems or state.
+// no directory of its compute systems or state; nor does one whose shim
+// was killed.
 func TestCRIShimPodLeavesNothing(t *testing.T) {
 	n := node.StartWith(t, bins, node.Options{Sandboxer: "shim"})
 	importPodImages(t, n)
@@ -218,5 +220,29 @@ func TestCRIShimPodLeavesNothing(t *testing.T) {
 	}
 	if ps := n.Processes(); len(ps) > 0 {
 		t.Errorf("processes left: %v", ps)
+	}
+
+	// A pod whose shim was killed: containerd's delete of it removes the
+	// dead shim's socket.
+	dead := runPod(t, n, "dead")
+	killShims(t, n)
+	// containerd learns of the death on its own time: until then the
+	// sandbox's status fails ("ttrpc: closed"), and the kubelet retries.
+	ctx := context.Background()
+	for deadline := time.Now().Add(30 * time.Second); ; time.Sleep(200 * time.Millisecond) {
+		out, err := n.Crictl(ctx, "stopp", dead)
+		if err == nil {
+			out, err = n.Crictl(ctx, "rmp", dead)
+		}
+		if err == nil {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("the pod of a killed shim cannot be removed: %v\n%s", err, out)
+		}
+	}
+	requireNoPodLeft(t, n, dead)
+	if entries, err := os.ReadDir(socketDir); err == nil && len(entries) > 0 {
+		t.Errorf("a killed shim's socket is left in %s: %v", socketDir, entries)
 	}
 }
