@@ -109,7 +109,10 @@
 //     port is only a declaration.
 //   - runAsUserName follows the API server's rules (at most 256
 //     characters, DOMAIN\user with at most one backslash, user at most 104
-//     characters and none of "/\[]:;|=,+*?<>@, no control characters).
+//     characters and none of "/\[]:;|=,+*?<>@, no control characters):
+//     internal/validation's UserName, which the spec translation applies
+//     to every container's user too, so a name is refused at pod and
+//     container level alike.
 //   - The gMSA credential spec must be a JSON object with
 //     DomainJoinConfig.MachineAccountName, as New-CredentialSpec makes it.
 //   - Pod resources: WindowsPodSandboxConfig has no resources in cri-api
@@ -117,6 +120,16 @@
 //     period, memory limit) are recorded for status; each container's own
 //     limits are applied at container create. Their cgroup-only knobs
 //     (hugepages, unified, cpusets, OOM score, swap) are ignored.
+//
+// # Podsandbox mode
+//
+// With sandboxer = "podsandbox" containerd keeps the PodSandboxConfig and
+// gives the shim only the pause container's spec. Its CRI records the
+// config on the pause container as the extension
+// io.cri-containerd.sandbox.metadata (its versioned sandbox metadata, v1,
+// as JSON); FromSandboxMetadata reads it back, and the shim runs
+// FromConfig on it at the pause container's task create, so a pod gets
+// the same refusals in both modes.
 //
 // # Status
 //

@@ -11,6 +11,8 @@ import (
 	"google.golang.org/protobuf/proto"
 	"google.golang.org/protobuf/types/known/anypb"
 	runtime "k8s.io/cri-api/pkg/apis/runtime/v1"
+
+	"github.com/winproc/winproc/internal/validation"
 )
 
 // FuzzFromCreateSandbox feeds fuzzed CreateSandboxRequest options (type URL
@@ -200,7 +202,7 @@ func checkPod(t *testing.T, cfg *runtime.PodSandboxConfig, pod *Pod, netns strin
 	if pod.RunAsUserName != wsc.GetRunAsUsername() {
 		t.Fatalf("RunAsUserName %q, config has %q", pod.RunAsUserName, wsc.GetRunAsUsername())
 	}
-	if pod.RunAsUserName != "" && userNameProblem(pod.RunAsUserName) != "" {
+	if pod.RunAsUserName != "" && validation.UserName(pod.RunAsUserName) != "" {
 		t.Fatalf("accepted user name %q", pod.RunAsUserName)
 	}
 	if (pod.GMSA != nil) != (wsc.GetCredentialSpec() != "") {

@@ -8,9 +8,10 @@ import (
 	"slices"
 	"strings"
 	"unicode"
-	"unicode/utf8"
 
 	runtime "k8s.io/cri-api/pkg/apis/runtime/v1"
+
+	"github.com/winproc/winproc/internal/validation"
 )
 
 const (
@@ -126,44 +127,10 @@ func runAsUserNameFrom(u string, p *problems) string {
 	if u == "" {
 		return ""
 	}
-	if why := userNameProblem(u); why != "" {
+	if why := validation.UserName(u); why != "" {
 		p.add("spec.securityContext.windowsOptions.runAsUserName %q (CRI windows.security_context.run_as_username) %s", u, why)
 	}
 	return u
-}
-
-func userNameProblem(u string) string {
-	if n := utf8.RuneCountInString(u); n > 256 {
-		return fmt.Sprintf("is %d characters long, more than 256", n)
-	}
-	if strings.ContainsFunc(u, unicode.IsControl) {
-		return "contains control characters"
-	}
-	parts := strings.Split(u, `\`)
-	if len(parts) > 2 {
-		return `has more than one backslash: write user or DOMAIN\user`
-	}
-	user := parts[len(parts)-1]
-	if len(parts) == 2 {
-		domain := parts[0]
-		if domain == "" {
-			return `has an empty domain before the backslash: write user or DOMAIN\user`
-		}
-		if strings.ContainsAny(domain, `/:*?"<>|`) || strings.HasPrefix(domain, ".") {
-			return fmt.Sprintf("has the domain %q, which is neither a NetBIOS nor a DNS domain name", domain)
-		}
-	}
-	switch {
-	case user == "":
-		return `has no user name: write user or DOMAIN\user`
-	case utf8.RuneCountInString(user) > 104:
-		return "has a user name longer than 104 characters"
-	case strings.ContainsAny(user, `"/\[]:;|=,+*?<>@`):
-		return `has a user name with one of the characters "/\[]:;|=,+*?<>@, which Windows user names cannot contain`
-	case strings.Trim(user, ". ") == "":
-		return "has a user name of only dots and spaces"
-	}
-	return ""
 }
 
 // credentialSpec is the part of a gMSA credential spec winproc reads.

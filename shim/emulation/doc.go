@@ -87,7 +87,11 @@
 // spec PATH is passed as WINEPATH, which Wine puts in front of the
 // registry's (C:\windows\system32;C:\windows;...). PWD, HOME, TEMP and TMP,
 // which Wine sets itself, and names starting with WINE or LD_ are dropped.
-// In a silo ProcessSettings.User is ignored: everything runs as the shim's
+// A command line or an environment past Windows' limits (a line longer
+// than CreateProcess takes, a value longer than 32,767 characters, a NUL)
+// is refused by field (internal/validation) before Wine is asked, as
+// Windows would refuse it: Wine would not (a NUL fails in Go's exec with a
+// message of its own). In a silo ProcessSettings.User is ignored: everything runs as the shim's
 // user.
 //
 // Stdio are pipes the backend copies; a process's Wait closes once it has

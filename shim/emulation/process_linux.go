@@ -18,6 +18,7 @@ import (
 	"github.com/containerd/log"
 	"golang.org/x/sys/unix"
 
+	"github.com/winproc/winproc/internal/validation"
 	"github.com/winproc/winproc/internal/wincmdline"
 	"github.com/winproc/winproc/shim/compute"
 )
@@ -95,6 +96,11 @@ func (s *system) CreateProcess(ctx context.Context, p *compute.ProcessSettings) 
 		}
 		first = mountPointComps(s.id)
 		env = hostProcessEnv(env, winJoin(first))
+	}
+	// What Wine would cut or refuse later (a long value cut short, Go's
+	// "environment variable contains NUL") is refused here, by field.
+	if err := validation.Process(commandLine, env); err != nil {
+		return nil, fmt.Errorf("emulation: system %s: %w", s.id, err)
 	}
 	args := wincmdline.SplitCommandLine(commandLine)
 	if len(args) == 0 || args[0] == "" {

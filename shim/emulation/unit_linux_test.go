@@ -364,3 +364,31 @@ func TestHostProcessEnv(t *testing.T) {
 		t.Errorf("hostProcessEnv(nil) = %q", got)
 	}
 }
+
+// A process past Windows' limits is refused by field before Wine is asked
+// (Wine would cut a long value short, and Go refuses a NUL with a message
+// of its own), whatever the system's state.
+func TestCreateProcessRefusesPastWindowsLimits(t *testing.T) {
+	for _, tc := range []struct {
+		name string
+		ps   compute.ProcessSettings
+		want []string
+	}{
+		{"command line", compute.ProcessSettings{CommandLine: "app.exe " + strings.Repeat("x", 32760)}, []string{"CRI command and args", "32768 characters"}},
+		{"env value", compute.ProcessSettings{CommandLine: "app.exe", Env: []string{"BIG=" + strings.Repeat("x", 32768)}}, []string{"(CRI envs)", `"BIG"`}},
+		{"env NUL", compute.ProcessSettings{CommandLine: "app.exe", Env: []string{"A=b\x00"}}, []string{"(CRI envs)", "NUL"}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			s := &system{id: "c1", st: &persisted{}}
+			_, err := s.CreateProcess(t.Context(), &tc.ps)
+			if !errdefs.IsInvalidArgument(err) {
+				t.Fatalf("CreateProcess = %v, want InvalidArgument", err)
+			}
+			for _, w := range append(tc.want, "c1") {
+				if !strings.Contains(err.Error(), w) {
+					t.Errorf("%v does not name %s", err, w)
+				}
+			}
+		})
+	}
+}

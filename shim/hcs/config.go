@@ -5,6 +5,7 @@ import (
 
 	"github.com/Microsoft/hcsshim/osversion"
 
+	"github.com/winproc/winproc/internal/validation"
 	"github.com/winproc/winproc/shim/compute"
 	"github.com/winproc/winproc/shim/hcs/schema2"
 )
@@ -53,6 +54,9 @@ func processParameters(p *compute.ProcessSettings) (*schema2.ProcessParameters, 
 	}
 	if p.CommandLine == "" {
 		return nil, invalid("the process has an empty command line")
+	}
+	if err := validation.Process(p.CommandLine, p.Env); err != nil {
+		return nil, err
 	}
 	c := &schema2.ProcessParameters{
 		CommandLine:      p.CommandLine,

@@ -154,6 +154,16 @@ func TestProcessParameters(t *testing.T) {
 	if _, err := processParameters(nil); !errdefs.IsInvalidArgument(err) {
 		t.Errorf("nil settings: %v", err)
 	}
+	for _, ps := range []compute.ProcessSettings{
+		{CommandLine: "app.exe " + strings.Repeat("x", 32760)},
+		{CommandLine: "app.exe", Env: []string{"BIG=" + strings.Repeat("x", 32768)}},
+		{CommandLine: "app.exe", Env: []string{"A=b\x00"}},
+	} {
+		_, err := processParameters(&ps)
+		if !errdefs.IsInvalidArgument(err) || !strings.Contains(err.Error(), "CRI") {
+			t.Errorf("past Windows' limits: %v", err)
+		}
+	}
 }
 
 func TestProcessParametersJSON(t *testing.T) {

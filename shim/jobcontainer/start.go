@@ -10,6 +10,7 @@ import (
 	"github.com/containerd/errdefs"
 	"github.com/containerd/log"
 
+	"github.com/winproc/winproc/internal/validation"
 	"github.com/winproc/winproc/shim/compute"
 	"github.com/winproc/winproc/shim/relay"
 )
@@ -93,6 +94,10 @@ func (s *system) processParams(ctx context.Context, ps *compute.ProcessSettings)
 	path, _ := env.get("PATH")
 	prog, err := resolveProgram(ps.CommandLine, s.mountPoint, dir, searchPath(s.mountPoint, dir, windowsDir, path), host.isFile)
 	if err != nil {
+		return startParams{}, err
+	}
+	// The command line CreateProcess gets, once the mount point is in it.
+	if err := validation.Process(prog.commandLine, ps.Env); err != nil {
 		return startParams{}, err
 	}
 	return startParams{token: token, application: prog.path, commandLine: prog.commandLine, env: env, dir: dir}, nil

@@ -75,6 +75,9 @@ func (m *Manager) Stop(ctx context.Context, id string) (shim.StopStatus, error) 
 	if err := releasePauseRootfs(ctx, id); err != nil {
 		errs = append(errs, fmt.Errorf("release what the shim of task %s held in containerd: %w", id, err))
 	}
+	if err := removeDeadSocket(ctx, id); err != nil {
+		errs = append(errs, fmt.Errorf("task %s: %w", id, err))
+	}
 	return status, errors.Join(errs...)
 }
 

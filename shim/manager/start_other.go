@@ -75,7 +75,7 @@ func (m *Manager) Start(ctx context.Context, params *bootapi.BootstrapParams) (*
 		shim.RemoveSocket(address)
 		return nil, err
 	}
-	cmd.Env = append(cmd.Env, options.Env+"="+string(body))
+	cmd.Env = append(cmd.Env, options.Env+"="+string(body), SocketEnv+"="+address)
 	cmd.ExtraFiles = []*os.File{f}
 	panicLog, err := openPanicLog()
 	if err != nil {

@@ -24,6 +24,7 @@ import (
 	"github.com/winproc/winproc/shim/backend"
 	"github.com/winproc/winproc/shim/compute"
 	"github.com/winproc/winproc/shim/imagecheck"
+	"github.com/winproc/winproc/shim/manager"
 	"github.com/winproc/winproc/shim/options"
 	"github.com/winproc/winproc/shim/pauseimage"
 	"github.com/winproc/winproc/shim/sandbox"
@@ -74,6 +75,9 @@ func newServices(ic *plugin.InitContext) (any, error) {
 		// does, within shutdown's bound on its callbacks.
 		sd.(shutdown.Service).RegisterCallback(d.Drain)
 	}
+	if cleanup := manager.SocketCleanup(); cleanup != nil {
+		sd.(shutdown.Service).RegisterCallback(cleanup)
+	}
 	host, err := backend.HostBuild(opts)
 	if err != nil {
 		return nil, err
@@ -96,6 +100,7 @@ func newServices(ic *plugin.InitContext) (any, error) {
 		return imagecheck.Check(ctx, stores, host, id)
 	}
 	tasks := task.New(b, publisher.(shim.Publisher), sd.(shutdown.Service), check)
+	tasks.SetPodCheck(podCheck(conn))
 	prepare := func(ctx context.Context, image, id string) (*pauseimage.Rootfs, func(context.Context) error, error) {
 		return pauseimage.Prepare(ctx, conn, containerdnames.Snapshotter, image, id, host)
 	}

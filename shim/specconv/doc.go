@@ -34,9 +34,11 @@
 //	windows.ignoreFlushesDuringBoot         nothing: a utility VM's disk setting, which runhcs drops for process isolation too
 //	process.commandLine                     ProcessSettings.CommandLine, as is
 //	process.args (without commandLine)      ProcessSettings.CommandLine = JoinArgs(args)
+//	                                        (either at most 32,766 characters, CreateProcess's limit)
 //	process.cwd                             ProcessSettings.WorkingDirectory, default C:\
-//	process.user.username                   ProcessSettings.User (kubelet's runAsUserName)
-//	process.env ["NAME=VALUE"]              ProcessSettings.Env, in order
+//	process.user.username                   ProcessSettings.User (kubelet's runAsUserName; user or DOMAIN\user)
+//	process.env ["NAME=VALUE"]              ProcessSettings.Env, in order (internal/validation:
+//	                                        NAME=VALUE, no NUL, a value at most 32,767 characters)
 //	process.terminal, consoleSize           ProcessSettings.Terminal, ConsoleWidth, ConsoleHeight
 //
 // Refused: a spec without a windows section, windows.hyperv (use runhcs),

@@ -11,6 +11,7 @@ import (
 	"github.com/containerd/errdefs"
 	specs "github.com/opencontainers/runtime-spec/specs-go"
 
+	"github.com/winproc/winproc/internal/validation"
 	"github.com/winproc/winproc/internal/wincmdline"
 	"github.com/winproc/winproc/shim/compute"
 	"github.com/winproc/winproc/shim/winpath"
@@ -461,17 +462,21 @@ func processFrom(p *specs.Process, field string) (*compute.ProcessSettings, erro
 		}
 		ps.CommandLine = wincmdline.JoinArgs(p.Args)
 	}
+	lineField := field + ".args"
+	if p.CommandLine != "" {
+		lineField = field + ".commandLine"
+	}
+	if err := validation.CommandLine(ps.CommandLine, lineField); err != nil {
+		return nil, err
+	}
+	if err := validation.User(ps.User, field+".user.username"); err != nil {
+		return nil, err
+	}
 	if ps.WorkingDirectory == "" {
 		ps.WorkingDirectory = `C:\`
 	}
-	for i, e := range p.Env {
-		name, _, ok := strings.Cut(e, "=")
-		switch {
-		case !ok:
-			return nil, invalid("%s.env[%d] is %q, which has no '=': write it as NAME=VALUE", field, i, e)
-		case name == "":
-			return nil, invalid("%s.env[%d] is %q, which has no name before '=': write it as NAME=VALUE", field, i, e)
-		}
+	if err := validation.Env(p.Env, field+".env"); err != nil {
+		return nil, err
 	}
 	ps.Env = append([]string(nil), p.Env...)
 	if p.Terminal && p.ConsoleSize != nil {

@@ -252,7 +252,20 @@ func TestFromSpecRejects(t *testing.T) {
 		{"no process", func(s *specs.Spec, _ *[]mount.Mount) { s.Process = nil }, "spec.process is missing"},
 		{"no command", func(s *specs.Spec, _ *[]mount.Mount) { s.Process.Args = nil }, "neither args nor commandLine"},
 		{"empty program", func(s *specs.Spec, _ *[]mount.Mount) { s.Process.Args = []string{"", "x"} }, "spec.process.args[0] is empty"},
-		{"env without =", func(s *specs.Spec, _ *[]mount.Mount) { s.Process.Env = []string{"A=1", "JUSTNAME"} }, `spec.process.env[1] is "JUSTNAME"`},
+		{"env without =", func(s *specs.Spec, _ *[]mount.Mount) { s.Process.Env = []string{"A=1", "JUSTNAME"} }, `spec.process.env[1] (CRI envs) is "JUSTNAME"`},
+		// Windows' own limits (package internal/validation).
+		{"env value past Windows' limit", func(s *specs.Spec, _ *[]mount.Mount) {
+			s.Process.Env = []string{"A=1", "BIG=" + strings.Repeat("x", 32768)}
+		}, `spec.process.env[1] (CRI envs), variable "BIG", has a value of 32768 characters`},
+		{"env with a NUL", func(s *specs.Spec, _ *[]mount.Mount) { s.Process.Env = []string{"A=1\x00"} }, `spec.process.env[0] (CRI envs), variable "A", contains a NUL`},
+		{"args past CreateProcess's limit", func(s *specs.Spec, _ *[]mount.Mount) {
+			s.Process.Args = []string{"cmd.exe", "/c", strings.Repeat("x", 32760)}
+		}, "spec.process.args (CRI command and args) make a command line of 32771 characters"},
+		{"commandLine past CreateProcess's limit", func(s *specs.Spec, _ *[]mount.Mount) {
+			s.Process.CommandLine = strings.Repeat("x", 32767)
+		}, "spec.process.commandLine (CRI command and args) make a command line of 32767 characters"},
+		{"user with a forward slash", func(s *specs.Spec, _ *[]mount.Mount) { s.Process.User.Username = "NT AUTHORITY/SYSTEM" },
+			`spec.process.user.username "NT AUTHORITY/SYSTEM" (CRI run_as_username`},
 		{"env without name", func(s *specs.Spec, _ *[]mount.Mount) { s.Process.Env = []string{"=1"} }, "no name before '='"},
 		{"capabilities", func(s *specs.Spec, _ *[]mount.Mount) { s.Process.Capabilities = &specs.LinuxCapabilities{} }, "spec.process.capabilities"},
 		{"rlimits", func(s *specs.Spec, _ *[]mount.Mount) {

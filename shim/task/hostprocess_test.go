@@ -2,6 +2,9 @@ package task
 
 import (
 	"context"
+	"fmt"
+	"slices"
+	"strings"
 	"testing"
 
 	taskAPI "github.com/containerd/containerd/api/runtime/task/v3"
@@ -74,5 +77,34 @@ func TestPodsandboxHostProcessKind(t *testing.T) {
 	}
 	if checked != 1 {
 		t.Errorf("the image check ran %d times, want once (the pause container)", checked)
+	}
+}
+
+// In podsandbox mode the pause container's CreateTask runs the pod check
+// (the pod config shim mode's sandbox service validates), and refuses the
+// pod with its error; the pod's other containers do not run it.
+func TestPodsandboxPodCheck(t *testing.T) {
+	h := newHarness(t)
+	var checked []string
+	h.svc.SetPodCheck(func(_ context.Context, id string) error {
+		checked = append(checked, id)
+		return fmt.Errorf("pod %q: privileged (CRI linux.security_context.privileged): %w", id, errdefs.ErrInvalidArgument)
+	})
+	sandbox := func(s *specs.Spec) {
+		s.Annotations = map[string]string{"io.kubernetes.cri.container-type": "sandbox"}
+	}
+	_, err := h.svc.Create(h.ctx, &taskAPI.CreateTaskRequest{ID: "pod", Bundle: bundle(t, sandbox)})
+	is(t, err, errdefs.IsInvalidArgument, "a refused pod's pause container")
+	if err == nil || !strings.Contains(err.Error(), "privileged") {
+		t.Errorf("the refusal does not name the field: %v", err)
+	}
+	if h.backend.System("pod") != nil {
+		t.Error("a refused pod made a compute system")
+	}
+	if _, err := h.svc.Create(h.ctx, &taskAPI.CreateTaskRequest{ID: "app", Bundle: bundle(t, nil)}); err != nil {
+		t.Errorf("a container: %v", err)
+	}
+	if !slices.Equal(checked, []string{"pod"}) {
+		t.Errorf("the pod check ran for %v, want the pause container only", checked)
 	}
 }

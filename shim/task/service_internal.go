@@ -41,6 +41,9 @@ type Service struct {
 	// checkImage refuses, at CreateTask, a container whose image the host
 	// cannot run; nil skips the check.
 	checkImage func(ctx context.Context, id string) error
+	// checkPod refuses, at the pause container's CreateTask in podsandbox
+	// mode, a pod whose config shim mode would refuse; nil skips it.
+	checkPod func(ctx context.Context, id string) error
 
 	mu         sync.Mutex
 	containers map[string]*container
@@ -64,6 +67,16 @@ func (s *Service) SetPodKind(hostProcess bool) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	s.podKind = &hostProcess
+}
+
+// SetPodCheck sets the check of a pod's config that the pause container's
+// CreateTask runs in podsandbox mode, where containerd, not the sandbox
+// service, is given the config: so that a pod gets the same answer in
+// both modes.
+func (s *Service) SetPodCheck(check func(ctx context.Context, id string) error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.checkPod = check
 }
 
 // checkPodKind refuses a container whose HostProcess flag is not its
@@ -147,6 +160,14 @@ func (s *Service) CreateTask(ctx context.Context, id, bundle string, rootfs []mo
 	}
 	if err := s.checkPodKind(spec); err != nil {
 		return fmt.Errorf("task %s: %w", id, err)
+	}
+	s.mu.Lock()
+	checkPod := s.checkPod
+	s.mu.Unlock()
+	if checkPod != nil && spec.Annotations[annotations.KubernetesContainerType] == criSandbox {
+		if err := checkPod(ctx, id); err != nil {
+			return fmt.Errorf("task %s: %w", id, err)
+		}
 	}
 	// A HostProcess container runs on the host, not on its image's
 	// Windows: its image may be built for any build (KEP-1981).
