@@ -81,14 +81,20 @@ type Node struct {
 // runs; docs/pull.md has the measurements behind it.
 const DefaultUnpackConcurrency = 3
 
-// Windows returns the usual settings of a Windows node.
+// Windows returns the usual settings of a Windows node. Its sandboxer is
+// "podsandbox": containerd's Windows CRI reads a pod's process count from a
+// containerd container record of the sandbox (sandbox_stats_windows.go
+// getSandboxPidCount), which only podsandbox mode makes, so in shim mode
+// ListPodSandboxStats leaves every winproc pod out and PodSandboxStats
+// fails; the kubelet calls both with PodAndContainerStatsFromCRI (beta from
+// 1.37) and before lowering a memory limit in place (docs/cri-sandbox-modes.md).
 func Windows() Node {
 	return Node{
 		OS:                 "windows",
 		SnapshotterAddress: containerdnames.SnapshotterAddressWindows,
 		SnapshotterRoot:    containerdnames.SnapshotterRootWindows,
 		Handler:            "winproc",
-		Sandboxer:          "shim",
+		Sandboxer:          "podsandbox",
 	}
 }
 

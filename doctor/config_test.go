@@ -179,7 +179,8 @@ func generatedShapes(t *testing.T) []configShape {
 					"windowsfilter":      {Type: "snapshot", Address: `\\.\pipe\ProtectedPrefix\Administrators\winproc-snapshotter`, Platform: "windows/amd64", Root: `C:\ProgramData\winproc\snapshotter`},
 					"windowsfilter-diff": {Type: "diff", Address: `\\.\pipe\ProtectedPrefix\Administrators\winproc-snapshotter`, Platform: "windows/amd64"},
 				},
-				Runtimes: map[string]Runtime{"winproc": {RuntimeType: "io.containerd.winproc.v2", Sandboxer: "shim", Snapshotter: "windowsfilter"}},
+				Runtimes:     map[string]Runtime{"winproc": {RuntimeType: "io.containerd.winproc.v2", Sandboxer: "podsandbox", Snapshotter: "windowsfilter"}},
+				SandboxImage: options.DefaultPauseImage,
 				RuntimePlatforms: map[string]RuntimePlatform{
 					"winproc": {Platform: "windows/amd64", Snapshotter: "windowsfilter"},
 				},

@@ -494,6 +494,12 @@ func TestDoctorRunWindows(t *testing.T) {
 	if fix := strings.Join(r.Check(CheckSnapshotter).Fix, "\n"); !strings.Contains(fix, "winproc-snapshotter.exe -address /run/snap.sock") {
 		t.Errorf("snapshotter fix: %s", fix)
 	}
+	// The healthy config's handler is in shim mode, which hides pods from
+	// the Windows CRI's pod stats.
+	if h := r.Check(CheckHandler); h.Status != Warn || !strings.Contains(h.Summary, "hides this handler's pods from the kubelet's pod stats") ||
+		!strings.Contains(strings.Join(h.Fix, "\n"), `set sandboxer = "podsandbox"`) {
+		t.Errorf("handler in shim mode on Windows: %+v", h)
+	}
 	if got := defaultConfigPathFor("windows", func(string) string { return "" }); got != `C:\Program Files\containerd\config.toml` {
 		t.Errorf("default config path on Windows: %s", got)
 	}

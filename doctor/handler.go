@@ -7,6 +7,8 @@ import (
 	"path"
 	"path/filepath"
 	"strings"
+
+	"github.com/winproc/winproc/containerdconfig"
 )
 
 // ---- config ----
@@ -66,7 +68,7 @@ func (d *run) checkHandler() {
 			r.Details = append(r.Details, "the config registers no runtime handlers")
 		}
 		r.Fix = append([]string{fmt.Sprintf("add the handler table to %s (package containerdconfig generates it), then %s:", c.Path, d.restartHint())},
-			handlerFragment(c.Version, h)...)
+			handlerFragment(c.Version, h, d.goos)...)
 		d.add(r)
 		return
 	}
@@ -97,9 +99,16 @@ func (d *run) checkHandler() {
 	if c.Version <= 2 {
 		sbKey = "sandbox_mode"
 	}
-	if sandboxer != "shim" && sandboxer != "podsandbox" {
+	switch {
+	case sandboxer != "shim" && sandboxer != "podsandbox":
 		problems = append(problems, issue{Fail, fmt.Sprintf("[%s] has %s = %q; use \"shim\" or \"podsandbox\"", table, sbKey, sandboxer),
-			[]string{fmt.Sprintf(`set %s = "shim" in [%s], then %s`, sbKey, table, d.restartHint())}})
+			[]string{fmt.Sprintf(`set %s = %q in [%s], then %s`, sbKey, defaultSandboxer(d.goos), table, d.restartHint())}})
+	case sandboxer == "shim" && d.goos == "windows":
+		// containerd's Windows CRI (sandbox_stats_windows.go
+		// getSandboxPidCount) loads a container record of the sandbox,
+		// which shim mode does not make.
+		problems = append(problems, issue{Warn, "sandboxer shim hides this handler's pods from the kubelet's pod stats: containerd's Windows CRI leaves them out of ListPodSandboxStats and fails PodSandboxStats (the kubelet's PodAndContainerStatsFromCRI, beta from 1.37, and its check before lowering a memory limit in place)",
+			[]string{fmt.Sprintf(`set %s = "podsandbox" in [%s], with the pause image as [plugins.'%s'.pinned_images] sandbox, then %s (docs/cri-sandbox-modes.md)`, sbKey, table, pluginCRIImages, d.restartHint())}})
 	}
 
 	snap, snNote := d.snapshotter()
@@ -182,21 +191,33 @@ func (d *run) shimBinary() string {
 	return shimBaseName
 }
 
+// defaultSandboxer is the sandboxer package containerdconfig gives a node
+// of goos: podsandbox on Windows, whose CRI reads pod stats from the
+// sandbox's container record; shim elsewhere (the emulated node's).
+func defaultSandboxer(goos string) string {
+	if goos == "windows" {
+		return containerdconfig.Windows().Sandboxer
+	}
+	return "shim"
+}
+
 // handlerFragment is the TOML table registering handler in a config of
-// version version, as package containerdconfig writes it.
-func handlerFragment(version int, handler string) []string {
+// version version, as package containerdconfig writes it for a node of
+// goos.
+func handlerFragment(version int, handler, goos string) []string {
+	sandboxer := defaultSandboxer(goos)
 	if version <= 2 {
 		return []string{
 			fmt.Sprintf(`[plugins.%q.containerd.runtimes.%s]`, pluginCRIv2, tomlKey(handler)),
 			fmt.Sprintf(`  runtime_type = %q`, runtimeType),
-			`  sandbox_mode = "shim"`,
+			fmt.Sprintf(`  sandbox_mode = %q`, sandboxer),
 			fmt.Sprintf(`  snapshotter = %q`, snapshotterName),
 		}
 	}
 	return []string{
 		fmt.Sprintf(`[plugins.'%s'.containerd.runtimes.%s]`, pluginCRIRun, tomlKey(handler)),
 		fmt.Sprintf(`  runtime_type = %q`, runtimeType),
-		`  sandboxer = "shim"`,
+		fmt.Sprintf(`  sandboxer = %q`, sandboxer),
 		fmt.Sprintf(`  snapshotter = %q`, snapshotterName),
 	}
 }

@@ -29,7 +29,7 @@ const DefaultFragmentFile = "containerd-winproc-default.toml"
 const PauseImage = "winproc.local/pause:node"
 
 // Node is the node the fragment registers winproc on: containerdconfig's
-// Windows node (handler "winproc", sandboxer "shim", winproc-snapshotter on
+// Windows node (handler "winproc", sandboxer "podsandbox", winproc-snapshotter on
 // \\.\pipe\ProtectedPrefix\Administrators\winproc-snapshotter), with the pause image install.ps1 imports
 // and without containerd's pre-pull of its own pause image (which would
 // need a registry and is not what the shim runs).

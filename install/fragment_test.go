@@ -88,7 +88,7 @@ func TestFragmentContent(t *testing.T) {
 	if !ok {
 		t.Fatal("no winproc runtime handler")
 	}
-	if r.RuntimeType != "io.containerd.winproc.v2" || r.Sandboxer != "shim" || r.Snapshotter != "windowsfilter" || !r.DisablePauseImagePull {
+	if r.RuntimeType != "io.containerd.winproc.v2" || r.Sandboxer != "podsandbox" || r.Snapshotter != "windowsfilter" || !r.DisablePauseImagePull {
 		t.Errorf("winproc handler = %+v", r)
 	}
 	body, err := toml.Marshal(r.Options)

@@ -171,18 +171,41 @@ func (p *podRun) streams(c string) {
 }
 
 // podStats checks crictl pods and statsp. containerd.exe's podSandboxStats
-// needs the sandbox's task metric, which the shim gives in both modes; in
-// shim mode its getSandboxPidCount then finds no container record of the
-// sandbox and leaves the pod out, as for every shim-mode pod
-// (docs/cri-sandbox-modes.md).
+// needs the sandbox's task metric, which the shim gives in both modes, and
+// the pod's process count from the sandbox's container record
+// (getSandboxPidCount), which only podsandbox mode, install/'s default,
+// makes: in shim mode it leaves the pod out (docs/cri-sandbox-modes.md).
+// The count holds the pod's processes; CPU and memory are there, with the
+// values the HCS stand-in gives (Wine's job accounting has no CPU time).
 func (p *podRun) podStats(sandboxer string) {
 	t, n := p.t, p.n
 	if out := criRun(t, n, "pods", "-q"); out != p.id {
 		t.Errorf("crictl pods -q: %q, want %s", out, p.id)
 	}
 	statsp := criRun(t, n, "statsp", "-o", "json", "--id", p.id)
-	if listed := strings.Contains(statsp, p.id); listed != (sandboxer == "podsandbox") {
+	var got struct {
+		Stats []struct {
+			Attributes struct{ ID string }
+			Windows    struct {
+				CPU     *struct{ UsageCoreNanoSeconds *struct{ Value string } }
+				Memory  *struct{ WorkingSetBytes *struct{ Value string } }
+				Process *struct{ ProcessCount *struct{ Value string } }
+			}
+		}
+	}
+	if err := json.Unmarshal([]byte(statsp), &got); err != nil {
+		t.Fatalf("crictl statsp: %v\n%s", err, statsp)
+	}
+	if listed := len(got.Stats) == 1 && got.Stats[0].Attributes.ID == p.id; listed != (sandboxer == "podsandbox") {
 		t.Errorf("crictl statsp in %s mode lists the pod: %v\n%s", sandboxer, listed, statsp)
+	}
+	if sandboxer != "podsandbox" || len(got.Stats) != 1 {
+		return
+	}
+	w := got.Stats[0].Windows
+	if w.CPU == nil || w.CPU.UsageCoreNanoSeconds == nil || w.Memory == nil || w.Memory.WorkingSetBytes == nil ||
+		w.Process == nil || w.Process.ProcessCount == nil || w.Process.ProcessCount.Value == "0" {
+		t.Errorf("crictl statsp: the pod's CPU, memory or processes are missing\n%s", statsp)
 	}
 }
 

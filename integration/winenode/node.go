@@ -72,8 +72,8 @@ type Options struct {
 	// the shim and containerd.exe load them from, and the test CNI
 	// plugin (cniplugin) with its network config.
 	Standins bool
-	// Sandboxer is the winproc handler's sandboxer, "shim" (install/'s
-	// default) or "podsandbox".
+	// Sandboxer is the winproc handler's sandboxer, "podsandbox" (install/'s
+	// default) or "shim".
 	Sandboxer string
 	// DefaultHandler installs install/'s fragment that makes winproc the
 	// node's default runtime handler, as HostProcess DaemonSets need.
@@ -153,11 +153,6 @@ func (n *Node) install(bins Binaries) {
 	}
 	n.installFragment(fragment)
 	config := fmt.Sprintf("version = 3\nimports = ['%s\\conf.d\\%s']\n", InstallDir, install.FragmentFile)
-	if n.opts.Sandboxer == "podsandbox" {
-		// containerd's own pause container takes containerd's sandbox
-		// image, as install/README.md tells operators of this mode.
-		config += fmt.Sprintf("\n[plugins.'io.containerd.cri.v1.images'.pinned_images]\n  sandbox = '%s'\n", PauseImage)
-	}
 	if err := os.WriteFile(filepath.Join(dst, "config.toml"), []byte(config), 0o644); err != nil {
 		t.Fatal(err)
 	}
@@ -207,11 +202,11 @@ func (n *Node) installFragment(file string) {
 	}
 	s := string(b)
 	if sb := n.opts.Sandboxer; sb != "" {
-		const shim = "sandboxer = 'shim'"
-		if !strings.Contains(s, shim) {
-			n.t.Fatalf("%s has no %q to change", file, shim)
+		const dflt = "sandboxer = 'podsandbox'"
+		if !strings.Contains(s, dflt) {
+			n.t.Fatalf("%s has no %q to change", file, dflt)
 		}
-		s = strings.ReplaceAll(s, shim, fmt.Sprintf("sandboxer = '%s'", sb))
+		s = strings.ReplaceAll(s, dflt, fmt.Sprintf("sandboxer = '%s'", sb))
 	}
 	if err := os.WriteFile(filepath.Join(n.Path(InstallDir), "conf.d", install.FragmentFile), []byte(s), 0o644); err != nil {
 		n.t.Fatal(err)
