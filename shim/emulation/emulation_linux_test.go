@@ -567,33 +567,6 @@ func TestWine(t *testing.T) {
 			}
 		})
 
-		t.Run("CloseStdin", func(t *testing.T) {
-			pr, pw, err := os.Pipe()
-			if err != nil {
-				t.Fatal(err)
-			}
-			defer pr.Close()
-			defer pw.Close()
-			var out syncbuffer.Buffer
-			p, err := sys.CreateProcess(ctx, &compute.ProcessSettings{CommandLine: `C:\probe.exe cat print eof`, Stdin: pr, Stdout: &out})
-			if err != nil {
-				t.Fatal(err)
-			}
-			defer p.Close()
-			pw.Write([]byte("partial\n"))
-			waitOutput(t, &out, "partial", p.Wait())
-			if err := p.CloseStdin(ctx); err != nil {
-				t.Fatal(err)
-			}
-			waitFor(t, p.Wait(), 30*time.Second, "cat after CloseStdin")
-			if got := normalize(out.String()); got != "partial\neof\n" {
-				t.Errorf("stdout %q", got)
-			}
-			if err := p.CloseStdin(ctx); !errdefs.IsNotFound(err) {
-				t.Errorf("CloseStdin after exit: %v, want not found", err)
-			}
-		})
-
 		t.Run("CtrlCReachesPause", func(t *testing.T) {
 			var out syncbuffer.Buffer
 			p, err := sys.CreateProcess(ctx, &compute.ProcessSettings{CommandLine: `C:\pause.exe`, Stdout: &out, Stderr: &out})
