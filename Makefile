@@ -25,7 +25,7 @@ export CGO_ENABLED := 0
 # builds, the tests, and the binaries the integration tests build.
 export GOFLAGS := -tags=grpcnotrace
 
-.PHONY: all build windows tools wine test fmt-check vet unit windows-check wine-test fuzz clean
+.PHONY: all build windows tools wine test fmt-check vet unit integration windows-check wine-test fuzz clean
 
 all: build windows
 
@@ -41,7 +41,7 @@ tools:
 wine:
 	bash build/wine/setup.sh $(WINE_PREFIX)
 
-test: tools wine fmt-check vet windows-check windows unit wine-test fuzz demo
+test: tools wine fmt-check vet windows-check windows unit integration wine-node wine-test fuzz demo
 
 fmt-check:
 	@bad=$$(gofmt -l $$(git ls-files '*.go')); \
@@ -55,10 +55,35 @@ windows-check:
 	GOOS=windows GOARCH=amd64 $(GO) build ./...
 	GOOS=windows GOARCH=amd64 $(GO) vet ./...
 
+# The module's packages by the target that tests them: `integration` the
+# emulated node's (integration/ but the Windows node), `wine-node` the
+# Windows node's (integration/winenode), `unit` every other package. Listed
+# when a target needs them; together they are `go list ./...`.
+MODULE            = $(shell $(GO) list -m)
+ALL_PACKAGES      = $(shell $(GO) list ./...)
+WINE_NODE_PACKAGES = $(filter $(MODULE)/integration/winenode $(MODULE)/integration/winenode/%,$(ALL_PACKAGES))
+INTEGRATION_PACKAGES = $(filter-out $(WINE_NODE_PACKAGES),$(filter $(MODULE)/integration $(MODULE)/integration/%,$(ALL_PACKAGES)))
+UNIT_PACKAGES     = $(filter-out $(MODULE)/integration $(MODULE)/integration/%,$(ALL_PACKAGES))
+
 # One package at a time: the Wine and containerd tests measure timings that
-# parallel packages would disturb on a 2-core machine.
+# parallel packages would disturb on a 2-core machine. `unit` runs the
+# packages' own tests, Wine's included (the emulation, the Windows test
+# programs, the stand-ins' contracts); no containerd.
 unit:
-	$(GO) test -count=1 -p 1 ./...
+	$(GO) test -count=1 -p 1 $(UNIT_PACKAGES)
+
+# The integration tests under the real containerd and crictl on the
+# emulated node (integration/, integration/node, integration/emulatednode).
+integration: tools wine
+	$(GO) test -count=1 -p 1 $(INTEGRATION_PACKAGES)
+
+# Lists the packages of each test target, one a line, to check that
+# together they are the module's.
+.PHONY: list-test-packages
+list-test-packages:
+	@printf 'unit %s\n' $(UNIT_PACKAGES)
+	@printf 'integration %s\n' $(INTEGRATION_PACKAGES)
+	@printf 'wine-node %s\n' $(WINE_NODE_PACKAGES)
 
 # Packages that hand pointers to a DLL run their Windows tests a second
 # time with a stack move at every function entry: a pointer converted to
@@ -70,22 +95,27 @@ unit:
 BINDING_PACKAGES := ./shim/hcs/... ./shim/jobcontainer/...
 MOVE_STACKS := -gcflags=all=-d=maymorestack=runtime.mayMoreStackMove
 
+# The tests of doctor's and the snapshotter's Windows-only code (their
+# *_windows_test.go files), run as Windows test binaries under Wine; the
+# rest of those packages' tests run in `unit`.
+DOCTOR_WINDOWS_TESTS      := ^(TestAccessOf|TestWindowsLeftovers|TestHCSTerminations)$$
+SNAPSHOTTER_WINDOWS_TESTS := ^TestParallelUnpackRefusedOnWindows$$
+
 wine-test:
 	GOOS=windows GOARCH=amd64 $(GO) test -count=1 -exec $(CURDIR)/build/wine/go-exec.sh $(WINE_TEST_PACKAGES)
 	GOOS=windows GOARCH=amd64 $(GO) test -count=1 $(MOVE_STACKS) -exec $(CURDIR)/build/wine/go-exec.sh $(BINDING_PACKAGES)
-	GOOS=windows GOARCH=amd64 $(GO) test -count=1 -run '^(TestAccessOf|TestWindowsLeftovers|TestHCSTerminations)$$' -exec $(CURDIR)/build/wine/go-exec.sh ./doctor/
-	GOOS=windows GOARCH=amd64 $(GO) test -count=1 -run '^TestParallelUnpackRefusedOnWindows$$' -exec $(CURDIR)/build/wine/go-exec.sh ./snapshotter/
+	GOOS=windows GOARCH=amd64 $(GO) test -count=1 -run '$(DOCTOR_WINDOWS_TESTS)' -exec $(CURDIR)/build/wine/go-exec.sh ./doctor/
+	GOOS=windows GOARCH=amd64 $(GO) test -count=1 -run '$(SNAPSHOTTER_WINDOWS_TESTS)' -exec $(CURDIR)/build/wine/go-exec.sh ./snapshotter/
 
 # The Windows node under Wine (integration/winenode): the pinned containerd
 # built for Windows, winproc-snapshotter.exe as its proxy plugins, the shim
 # as containerd.exe launches it, `winproc doctor`, and crictl.exe driving
 # containerd.exe's own Windows CRI through HostProcess and ordinary pods
 # (with MinGW stand-ins of HCS, HCN, the layer functions and the bind
-# filter), in private Wine prefixes. Some 90 s; `unit` (so `test`) runs it
-# too.
+# filter), in private Wine prefixes. Some 90 s; `test` runs it.
 .PHONY: wine-node
 wine-node: tools wine
-	$(GO) test -count=1 -v ./integration/winenode/
+	$(GO) test -count=1 -p 1 -v $(WINE_NODE_PACKAGES)
 
 # The OCI specs containerd's CRI makes for realistic Windows pods, the
 # corpora of the HCS document's differential test against runhcs (shim/hcs

@@ -10,6 +10,7 @@ import (
 	"net"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"time"
 
@@ -22,10 +23,53 @@ import (
 	"github.com/winproc/winproc/integration/emulatednode"
 )
 
+// The labels the kubelet always sets on a pod's sandbox and containers
+// (k8s.io/kubelet pkg/types/labels.go; the kubelet's kuberuntime
+// newPodLabels and newContainerLabels), by which `crictl ps` shows a
+// container's POD and NAMESPACE.
+const (
+	podNameLabel       = "io.kubernetes.pod.name"
+	podNamespaceLabel  = "io.kubernetes.pod.namespace"
+	podUIDLabel        = "io.kubernetes.pod.uid"
+	containerNameLabel = "io.kubernetes.container.name"
+	podNamespace       = "default"
+	podUID             = "uid-" + podName
+)
+
+// podLabels are the labels the kubelet sets on the pod's sandbox.
+func podLabels() map[string]string {
+	return map[string]string{podNameLabel: podName, podNamespaceLabel: podNamespace, podUIDLabel: podUID}
+}
+
+// containerLabels are the labels the kubelet sets on the pod's container
+// called name: the pod's, and the container's name.
+func containerLabels(name string) map[string]string {
+	l := podLabels()
+	l[containerNameLabel] = name
+	return l
+}
+
+// showsPod checks that `crictl ps` shows container id's pod and namespace,
+// as on a node the kubelet runs, not "unknown".
+func showsPod(ps, id string) error {
+	for _, line := range strings.Split(ps, "\n") {
+		fields := strings.Fields(line)
+		if len(fields) == 0 || !strings.HasPrefix(id, fields[0]) {
+			continue
+		}
+		if !slices.Contains(fields, podName) || !slices.Contains(fields, podNamespace) {
+			return fmt.Errorf("crictl ps shows container %s without its pod %s in namespace %s: %q", id, podName, podNamespace, line)
+		}
+		return nil
+	}
+	return fmt.Errorf("crictl ps does not list container %s: %q", id, ps)
+}
+
 func (d *demo) runPod(ctx context.Context) error {
 	d.t.section("Run a pod through CRI")
 	cfg := map[string]any{
-		"metadata":      map[string]any{"name": podName, "namespace": "default", "uid": "uid-" + podName, "attempt": 0},
+		"metadata":      map[string]any{"name": podName, "namespace": podNamespace, "uid": podUID, "attempt": 0},
+		"labels":        podLabels(),
 		"hostname":      podName,
 		"log_directory": filepath.Join(d.dir, "logs"),
 		"dns_config":    map[string]any{"servers": []string{"10.0.0.10"}, "searches": []string{"default.svc.cluster.local"}},
@@ -81,6 +125,7 @@ func (d *demo) startContainer(ctx context.Context) error {
 	}
 	container, err := json.Marshal(map[string]any{
 		"metadata": map[string]any{"name": "app"},
+		"labels":   containerLabels("app"),
 		"image":    map[string]any{"image": appRef},
 		"command":  []string{testApp, "serve", "-addr", fmt.Sprintf("0.0.0.0:%d", d.port)},
 		"envs":     []map[string]string{{"key": "GREETING", "value": "hello from the winproc demo"}},
@@ -110,13 +155,17 @@ func (d *demo) startContainer(ctx context.Context) error {
 	if err := d.waitLog(ctx, "listening on"); err != nil {
 		return err
 	}
-	if _, err := d.sh(ctx, "", d.tool("crictl"), "ps"); err != nil {
+	ps, err := d.sh(ctx, "", d.tool("crictl"), "ps")
+	if err != nil {
+		return err
+	}
+	if err := showsPod(ps, d.app); err != nil {
 		return err
 	}
 	if _, err := d.sh(ctx, "", d.tool("ctr"), "tasks", "ls"); err != nil {
 		return err
 	}
-	ps, err := d.sh(ctx, "", d.tool("ctr"), "tasks", "ps", d.app)
+	ps, err = d.sh(ctx, "", d.tool("ctr"), "tasks", "ps", d.app)
 	if err != nil {
 		return err
 	}

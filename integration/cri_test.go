@@ -149,7 +149,45 @@ func criContainerLifecycle(t *testing.T, sandboxer string) {
 	if u := st.Info.RuntimeSpec.Process.User.Username; u != "ContainerUser" {
 		t.Errorf("the spec's user is %q, want ContainerUser", u)
 	}
-	// What the shim made of the spec: the compute system's settings.
+	checkSiloSettings(t, n, ctr, memLimit)
+	checkExecs(t, n, ctr, roDir, rwDir)
+
+	var stats struct {
+		Stats []struct {
+			WritableLayer struct {
+				FsID      struct{ Mountpoint string } `json:"fsId"`
+				UsedBytes struct{ Value json.Number }
+			}
+		}
+	}
+	crictlJSON(t, n, &stats, "stats", "-o", "json", ctr)
+	if len(stats.Stats) != 1 || stats.Stats[0].WritableLayer.FsID.Mountpoint != n.SnapshotterRoot {
+		t.Errorf("stats: %+v; want the container's writable layer on %s", stats.Stats, n.SnapshotterRoot)
+	}
+	checkPodStats(t, n, pod, ctr)
+	checkRuntimeAndImages(t, n)
+
+	// port-forward: containerd's streaming server reaches the app.
+	if body := getThroughPortForward(t, n, pod, port); !strings.Contains(body, "hello from winproc-testapp") {
+		t.Errorf("through port-forward the app answered %q", body)
+	}
+
+	checkLogRotation(t, n, ctr, port, st.Status.LogPath)
+
+	crictl(t, n, "stop", "-t", "10", ctr)
+	if st := inspect(t, n, ctr); st.Status.State != "CONTAINER_EXITED" || st.Status.ExitCode != 0 {
+		t.Errorf("after stop: %s, exit code %d; want CONTAINER_EXITED and 0 (the app handles its console event)", st.Status.State, st.Status.ExitCode)
+	}
+	crictl(t, n, "rm", ctr)
+	crictl(t, n, "stopp", pod)
+	crictl(t, n, "rmp", pod)
+	requireNoPodLeft(t, n, pod)
+}
+
+// checkSiloSettings checks what the shim made of container ctr's spec: the
+// compute system's resources and mapped directories.
+func checkSiloSettings(t *testing.T, n *node.Node, ctr string, memLimit uint64) {
+	t.Helper()
 	var silo struct {
 		Resources struct {
 			CPUMaximum       uint16
@@ -167,8 +205,14 @@ func criContainerLifecycle(t *testing.T, sandboxer string) {
 	if len(silo.MappedDirectories) != 2 {
 		t.Errorf("the compute system maps %+v", silo.MappedDirectories)
 	}
+}
 
-	// exec -s: environment, working directory and the mounts.
+// checkExecs execs into container ctr through CRI: with -s its environment,
+// working directory and mounts (roDir read-only, rwDir read-write); with -i
+// every byte of stdin through the streaming server and back; with -it a
+// terminal of its own.
+func checkExecs(t *testing.T, n *node.Node, ctr, roDir, rwDir string) {
+	t.Helper()
 	if out := crictl(t, n, "exec", "-s", ctr, testApp, "env"); !strings.Contains(out, "GREETING=from CRI") || !strings.Contains(out, `cwd=C:\rw`) {
 		t.Errorf("exec env in the container:\n%s", out)
 	}
@@ -199,32 +243,16 @@ func criContainerLifecycle(t *testing.T, sandboxer string) {
 	if out := crictlTerminal(t, n, "exec", "-it", ctr, testApp, "env"); !strings.Contains(out, "GREETING=from CRI") {
 		t.Errorf("exec -it env:\n%q", out)
 	}
+}
 
-	var stats struct {
-		Stats []struct {
-			WritableLayer struct {
-				FsID      struct{ Mountpoint string } `json:"fsId"`
-				UsedBytes struct{ Value json.Number }
-			}
-		}
-	}
-	crictlJSON(t, n, &stats, "stats", "-o", "json", ctr)
-	if len(stats.Stats) != 1 || stats.Stats[0].WritableLayer.FsID.Mountpoint != n.SnapshotterRoot {
-		t.Errorf("stats: %+v; want the container's writable layer on %s", stats.Stats, n.SnapshotterRoot)
-	}
-	checkPodStats(t, n, pod, ctr)
-	checkRuntimeAndImages(t, n)
-
-	// port-forward: containerd's streaming server reaches the app.
-	if body := getThroughPortForward(t, n, pod, port); !strings.Contains(body, "hello from winproc-testapp") {
-		t.Errorf("through port-forward the app answered %q", body)
-	}
-
-	// Log rotation as the kubelet does it: rename, then ReopenContainerLog.
+// checkLogRotation rotates container ctr's log as the kubelet does: rename,
+// then ReopenContainerLog; the app at port logs a request before and after.
+func checkLogRotation(t *testing.T, n *node.Node, ctr string, port int, logPath string) {
+	t.Helper()
 	get(t, fmt.Sprintf("http://127.0.0.1:%d/before-rotation", port))
 	waitLog(t, n, ctr, "/before-rotation")
-	rotated := st.Status.LogPath + ".1"
-	if err := os.Rename(st.Status.LogPath, rotated); err != nil {
+	rotated := logPath + ".1"
+	if err := os.Rename(logPath, rotated); err != nil {
 		t.Fatal(err)
 	}
 	crictl(t, n, "logs", "--reopen", ctr)
@@ -233,18 +261,9 @@ func criContainerLifecycle(t *testing.T, sandboxer string) {
 	if old, err := os.ReadFile(rotated); err != nil || !bytes.Contains(old, []byte("/before-rotation")) || bytes.Contains(old, []byte("/after-rotation")) {
 		t.Errorf("the rotated log (%v):\n%s", err, old)
 	}
-	if cur, err := os.ReadFile(st.Status.LogPath); err != nil || bytes.Contains(cur, []byte("/before-rotation")) {
+	if cur, err := os.ReadFile(logPath); err != nil || bytes.Contains(cur, []byte("/before-rotation")) {
 		t.Errorf("the reopened log (%v):\n%s", err, cur)
 	}
-
-	crictl(t, n, "stop", "-t", "10", ctr)
-	if st := inspect(t, n, ctr); st.Status.State != "CONTAINER_EXITED" || st.Status.ExitCode != 0 {
-		t.Errorf("after stop: %s, exit code %d; want CONTAINER_EXITED and 0 (the app handles its console event)", st.Status.State, st.Status.ExitCode)
-	}
-	crictl(t, n, "rm", ctr)
-	crictl(t, n, "stopp", pod)
-	crictl(t, n, "rmp", pod)
-	requireNoPodLeft(t, n, pod)
 }
 
 // attach to a container's own stdin and stdout, and stop of a container

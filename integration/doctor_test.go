@@ -93,67 +93,9 @@ func TestDoctor(t *testing.T) {
 
 	importPauseImage(t, n, node.HostBuild+".1", false)
 
-	t.Run("passes", func(t *testing.T) {
-		o := doctorOptions(n)
-		o.RuntimeClasses = []string{rcFile}
-		r := runDoctor(t, o)
-		for _, c := range r.Checks {
-			if c.Status != doctor.OK {
-				t.Errorf("%s: %s %q (fix %q)", c.Name, c.Status, c.Summary, c.Fix)
-			}
-		}
-		if !r.OK || len(r.Checks) != 14 {
-			t.Errorf("report OK %v with %d checks, want OK with 14", r.OK, len(r.Checks))
-		}
-		requireCheck(t, r, doctor.CheckShim, doctor.OK, filepath.Join(bins, "containerd-shim-winproc-v2")+" (on PATH) answers -info: io.containerd.winproc.v2")
-		requireCheck(t, r, doctor.CheckPauseImage, doctor.OK, node.PauseImage+`: windows/amd64 `+node.HostBuild+`.1, snapshotter windowsfilter, has C:\pause.exe and C:\Windows\System32\wincat.exe`)
-		requireCheck(t, r, doctor.CheckPlugins, doctor.OK, "io.containerd.snapshotter.v1 windowsfilter (windows/amd64)")
-		requireCheck(t, r, doctor.CheckStateDirs, doctor.OK, "administrators only: ")
-		requireCheck(t, r, doctor.CheckOrphans, doctor.OK, "none under "+filepath.Dir(filepath.Dir(n.EmulationRoot())))
-		requireCheck(t, r, doctor.CheckTerminations, doctor.OK, "none")
-		requireCheck(t, r, doctor.CheckContainerd, doctor.OK, "containerd 2.4.2")
-		requireCheck(t, r, doctor.CheckRuntimeClass, doctor.OK, "RuntimeClass winproc-ltsc2022 (handler winproc) selects 10.0.20348 (ltsc2022)")
-	})
+	t.Run("passes", func(t *testing.T) { doctorPasses(t, n, rcFile) })
 
-	t.Run("the command", func(t *testing.T) {
-		// The built winproc: exit status, text and JSON, the shim by -shim
-		// with nothing of ours on PATH.
-		dir := t.TempDir()
-		if err := node.BuildBinaries(dir, "linux", "winproc"); err != nil {
-			t.Fatal(err)
-		}
-		run := func(args ...string) (string, int) {
-			cmd := exec.Command(filepath.Join(dir, "winproc"), append([]string{"doctor", "-config", n.ConfigPath, "-address", n.Address, "-host-build", node.HostBuild,
-				"-shim", filepath.Join(bins, "containerd-shim-winproc-v2")}, args...)...)
-			cmd.Env = append(os.Environ(), "PATH=/usr/bin:/bin")
-			var stderr bytes.Buffer
-			cmd.Stderr = &stderr
-			out, err := cmd.Output()
-			var exit *exec.ExitError
-			switch {
-			case err == nil:
-				return string(out), 0
-			case errors.As(err, &exit):
-				t.Logf("stderr: %s", stderr.String())
-				return string(out), exit.ExitCode()
-			}
-			t.Fatalf("winproc doctor: %v\n%s", err, stderr.String())
-			return "", 0
-		}
-		out, code := run("-runtimeclass", rcFile)
-		t.Logf("winproc doctor:\n%s", out)
-		if code != 0 || !strings.Contains(out, "OK    pause image") || !strings.Contains(out, "14 checks: 0 failed, 0 warnings") {
-			t.Errorf("exit %d, want 0 and every check OK", code)
-		}
-		out, code = run("-json", "-handler", "nothere")
-		var r doctor.Report
-		if err := json.Unmarshal([]byte(out), &r); err != nil {
-			t.Fatalf("-json output: %v\n%s", err, out)
-		}
-		if code != 1 || r.OK || r.Check(doctor.CheckHandler).Status != doctor.Fail {
-			t.Errorf("-handler nothere: exit %d, report %+v; want exit 1 and a failed handler check", code, r)
-		}
-	})
+	t.Run("the command", func(t *testing.T) { doctorCommand(t, n, rcFile) })
 
 	t.Run("handler not registered", func(t *testing.T) {
 		o := doctorOptions(n)
@@ -200,5 +142,69 @@ func TestDoctor(t *testing.T) {
 
 	if err := n.RemoveImages(context.Background()); err != nil {
 		t.Fatal(err)
+	}
+}
+
+// doctorPasses checks that every check of a node set up as the project says
+// passes.
+func doctorPasses(t *testing.T, n *node.Node, rcFile string) {
+	o := doctorOptions(n)
+	o.RuntimeClasses = []string{rcFile}
+	r := runDoctor(t, o)
+	for _, c := range r.Checks {
+		if c.Status != doctor.OK {
+			t.Errorf("%s: %s %q (fix %q)", c.Name, c.Status, c.Summary, c.Fix)
+		}
+	}
+	if !r.OK || len(r.Checks) != 14 {
+		t.Errorf("report OK %v with %d checks, want OK with 14", r.OK, len(r.Checks))
+	}
+	requireCheck(t, r, doctor.CheckShim, doctor.OK, filepath.Join(bins, "containerd-shim-winproc-v2")+" (on PATH) answers -info: io.containerd.winproc.v2")
+	requireCheck(t, r, doctor.CheckPauseImage, doctor.OK, node.PauseImage+`: windows/amd64 `+node.HostBuild+`.1, snapshotter windowsfilter, has C:\pause.exe and C:\Windows\System32\wincat.exe`)
+	requireCheck(t, r, doctor.CheckPlugins, doctor.OK, "io.containerd.snapshotter.v1 windowsfilter (windows/amd64)")
+	requireCheck(t, r, doctor.CheckStateDirs, doctor.OK, "administrators only: ")
+	requireCheck(t, r, doctor.CheckOrphans, doctor.OK, "none under "+filepath.Dir(filepath.Dir(n.EmulationRoot())))
+	requireCheck(t, r, doctor.CheckTerminations, doctor.OK, "none")
+	requireCheck(t, r, doctor.CheckContainerd, doctor.OK, "containerd 2.4.2")
+	requireCheck(t, r, doctor.CheckRuntimeClass, doctor.OK, "RuntimeClass winproc-ltsc2022 (handler winproc) selects 10.0.20348 (ltsc2022)")
+}
+
+// doctorCommand runs the built winproc doctor: exit status, text and JSON,
+// the shim by -shim with nothing of ours on PATH.
+func doctorCommand(t *testing.T, n *node.Node, rcFile string) {
+	dir := t.TempDir()
+	if err := node.BuildBinaries(dir, "linux", "winproc"); err != nil {
+		t.Fatal(err)
+	}
+	run := func(args ...string) (string, int) {
+		cmd := exec.Command(filepath.Join(dir, "winproc"), append([]string{"doctor", "-config", n.ConfigPath, "-address", n.Address, "-host-build", node.HostBuild,
+			"-shim", filepath.Join(bins, "containerd-shim-winproc-v2")}, args...)...)
+		cmd.Env = append(os.Environ(), "PATH=/usr/bin:/bin")
+		var stderr bytes.Buffer
+		cmd.Stderr = &stderr
+		out, err := cmd.Output()
+		var exit *exec.ExitError
+		switch {
+		case err == nil:
+			return string(out), 0
+		case errors.As(err, &exit):
+			t.Logf("stderr: %s", stderr.String())
+			return string(out), exit.ExitCode()
+		}
+		t.Fatalf("winproc doctor: %v\n%s", err, stderr.String())
+		return "", 0
+	}
+	out, code := run("-runtimeclass", rcFile)
+	t.Logf("winproc doctor:\n%s", out)
+	if code != 0 || !strings.Contains(out, "OK    pause image") || !strings.Contains(out, "14 checks: 0 failed, 0 warnings") {
+		t.Errorf("exit %d, want 0 and every check OK", code)
+	}
+	out, code = run("-json", "-handler", "nothere")
+	var r doctor.Report
+	if err := json.Unmarshal([]byte(out), &r); err != nil {
+		t.Fatalf("-json output: %v\n%s", err, out)
+	}
+	if code != 1 || r.OK || r.Check(doctor.CheckHandler).Status != doctor.Fail {
+		t.Errorf("-handler nothere: exit %d, report %+v; want exit 1 and a failed handler check", code, r)
 	}
 }

@@ -85,34 +85,7 @@ func criHostProcess(t *testing.T, sandboxer string) {
 	crictl(t, n, "start", system)
 	waitLog(t, n, system, "ready")
 
-	env := crictl(t, n, "exec", "-s", system, "winproc-testapp.exe", "env")
-	mountPoint := envValue(env, "CONTAINER_SANDBOX_MOUNT_POINT")
-	if !strings.HasPrefix(strings.ToLower(mountPoint), `c:\hpc\`) {
-		t.Errorf("CONTAINER_SANDBOX_MOUNT_POINT is %q, want one under C:\\hpc:\n%s", mountPoint, env)
-	}
-	// The rootfs at the mount point: the program was found there, and
-	// is there by its full name.
-	if out := crictl(t, n, "exec", "-s", system, "cmd", "/c", "dir", "/b", strings.TrimSuffix(mountPoint, `\`)+`\winproc-testapp.exe`); !strings.Contains(out, "winproc-testapp.exe") {
-		t.Errorf("the rootfs at %s:\n%s", mountPoint, out)
-	}
-	url := "http://" + l.Addr().String() + "/"
-	if out := crictl(t, n, "exec", "-s", system, "winproc-testapp.exe", "get", url); !strings.Contains(out, "the node's network") {
-		t.Errorf("a HostProcess container does not reach the node's loopback %s:\n%s", url, out)
-	}
-	if out := crictl(t, n, "exec", "-s", system, "cmd", "/c", "type", `Z:`+strings.ReplaceAll(hostFile, "/", `\`)); !strings.Contains(out, "the node's files") {
-		t.Errorf("a HostProcess container does not see the node's file %s:\n%s", hostFile, out)
-	}
-	// crictl exec says only whether an exec failed; the exact code shows
-	// as a container's (below).
-	if _, err := n.Crictl(context.Background(), "exec", "-s", system, "winproc-testapp.exe", "exit", "0"); err != nil {
-		t.Errorf("exec exit 0: %v", err)
-	}
-	if _, err := n.Crictl(context.Background(), "exec", "-s", system, "winproc-testapp.exe", "exit", "7"); err == nil {
-		t.Error("exec exit 7 succeeded")
-	}
-	if out, err := n.Crictl(context.Background(), "exec", "-s", system, "no-such-program.exe"); err == nil || !strings.Contains(out, "no-such-program.exe") {
-		t.Errorf("exec of a missing program: %v\n%s", err, out)
-	}
+	checkHostProcessExecs(t, n, system, "http://"+l.Addr().String()+"/", hostFile)
 
 	// Exit codes exact: no shell between the command line and the program.
 	for _, code := range []int{7, 255} {
@@ -162,6 +135,40 @@ func criHostProcess(t *testing.T, sandboxer string) {
 	}
 	if m := emulatednode.Mounts(n.EmulationRoot()); len(m) > 0 {
 		t.Errorf("mounts left: %v", m)
+	}
+}
+
+// checkHostProcessExecs execs into HostProcess container system: its mount
+// point and rootfs, the node's network (url, on its loopback) and files
+// (hostFile), exact exit statuses and a missing program.
+func checkHostProcessExecs(t *testing.T, n *node.Node, system, url, hostFile string) {
+	t.Helper()
+	env := crictl(t, n, "exec", "-s", system, "winproc-testapp.exe", "env")
+	mountPoint := envValue(env, "CONTAINER_SANDBOX_MOUNT_POINT")
+	if !strings.HasPrefix(strings.ToLower(mountPoint), `c:\hpc\`) {
+		t.Errorf("CONTAINER_SANDBOX_MOUNT_POINT is %q, want one under C:\\hpc:\n%s", mountPoint, env)
+	}
+	// The rootfs at the mount point: the program was found there, and
+	// is there by its full name.
+	if out := crictl(t, n, "exec", "-s", system, "cmd", "/c", "dir", "/b", strings.TrimSuffix(mountPoint, `\`)+`\winproc-testapp.exe`); !strings.Contains(out, "winproc-testapp.exe") {
+		t.Errorf("the rootfs at %s:\n%s", mountPoint, out)
+	}
+	if out := crictl(t, n, "exec", "-s", system, "winproc-testapp.exe", "get", url); !strings.Contains(out, "the node's network") {
+		t.Errorf("a HostProcess container does not reach the node's loopback %s:\n%s", url, out)
+	}
+	if out := crictl(t, n, "exec", "-s", system, "cmd", "/c", "type", `Z:`+strings.ReplaceAll(hostFile, "/", `\`)); !strings.Contains(out, "the node's files") {
+		t.Errorf("a HostProcess container does not see the node's file %s:\n%s", hostFile, out)
+	}
+	// crictl exec says only whether an exec failed; the exact code shows
+	// as a container's (below).
+	if _, err := n.Crictl(context.Background(), "exec", "-s", system, "winproc-testapp.exe", "exit", "0"); err != nil {
+		t.Errorf("exec exit 0: %v", err)
+	}
+	if _, err := n.Crictl(context.Background(), "exec", "-s", system, "winproc-testapp.exe", "exit", "7"); err == nil {
+		t.Error("exec exit 7 succeeded")
+	}
+	if out, err := n.Crictl(context.Background(), "exec", "-s", system, "no-such-program.exe"); err == nil || !strings.Contains(out, "no-such-program.exe") {
+		t.Errorf("exec of a missing program: %v\n%s", err, out)
 	}
 }
 

@@ -68,11 +68,34 @@ func TestCRIResourceLimits(t *testing.T) {
 	}
 	t.Logf("CPU maximum 25%% of %d processors: %v of CPU in %v", runtime.NumCPU(), used, burn)
 
-	// Update: a live change of the memory limit, through the task API as
-	// containerd's Windows CRI makes it.
 	client := newClient(t, n)
+	cgroups := checkMemoryUpdate(t, n, client, within)
+
+	// CPU affinity, as the Windows CRI passes Kubernetes' (affinity_cpus),
+	// then moved live through Update: the app runs on those processors.
+	pinned := limited("pinned", []string{"serve", "-addr", "127.0.0.1:0"}, map[string]any{"affinity_cpus": []map[string]any{{"cpu_mask": 1, "cpu_group": 0}}})
+	waitLog(t, n, pinned, "listening on")
+	checkAffinityUpdate(t, client, pinned)
+
+	crictl(t, n, "stop", "-t", "10", within, capped, pinned)
+	crictl(t, n, "rm", within, past, capped, pinned)
+	crictl(t, n, "stopp", pod)
+	crictl(t, n, "rmp", pod)
+	requireNoPodLeft(t, n, pod)
+	for _, path := range cgroups {
+		if _, err := os.Stat(path); err == nil {
+			t.Errorf("the silo's cgroup %s is left", path)
+		}
+	}
+}
+
+// checkMemoryUpdate changes container id's memory limit live, through the
+// task API as containerd's Windows CRI makes it, and returns the silo's
+// limit cgroups.
+func checkMemoryUpdate(t *testing.T, n *node.Node, client *containerd.Client, id string) map[string]string {
+	t.Helper()
 	ctx := context.Background()
-	c, err := client.LoadContainer(ctx, within)
+	c, err := client.LoadContainer(ctx, id)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -88,26 +111,29 @@ func TestCRIResourceLimits(t *testing.T) {
 		Resources    struct{ MemoryLimitBytes uint64 }
 		LimitCgroups map[string]string
 	}
-	readJSON(t, filepath.Join(n.EmulationRoot(), within, "state.json"), &silo)
+	readJSON(t, filepath.Join(n.EmulationRoot(), id, "state.json"), &silo)
 	b, err := os.ReadFile(filepath.Join(silo.LimitCgroups["memory"], "memory.limit_in_bytes"))
 	if err != nil || silo.Resources.MemoryLimitBytes != newLimit || strings.TrimSpace(string(b)) != fmt.Sprint(newLimit) {
 		t.Errorf("after the update: recorded %d, the memory cgroup's limit %q (%v); want %d", silo.Resources.MemoryLimitBytes, b, err, newLimit)
 	}
 	// crictl update through containerd's Linux CRI sends Linux resources,
 	// which the shim refuses rather than half reads.
-	if out, err := n.Crictl(ctx, "update", "--memory", fmt.Sprint(newLimit), within); err == nil || !strings.Contains(out, "a Windows container takes Windows resources") {
+	if out, err := n.Crictl(ctx, "update", "--memory", fmt.Sprint(newLimit), id); err == nil || !strings.Contains(out, "a Windows container takes Windows resources") {
 		t.Errorf("crictl update with Linux resources: %v\n%s", err, out)
 	}
 	// The app's own commit limit follows.
 	if limits, err := os.ReadFile(fmt.Sprintf("/proc/%d/limits", task.Pid())); err != nil || !regexp.MustCompile(`Max data size\s+`+fmt.Sprint(newLimit)+`\s`).Match(limits) {
 		t.Errorf("the app's limits after the update (%v):\n%s", err, limits)
 	}
+	return silo.LimitCgroups
+}
 
-	// CPU affinity, as the Windows CRI passes Kubernetes' (affinity_cpus),
-	// then moved live through Update: the app runs on those processors.
-	pinned := limited("pinned", []string{"serve", "-addr", "127.0.0.1:0"}, map[string]any{"affinity_cpus": []map[string]any{{"cpu_mask": 1, "cpu_group": 0}}})
-	waitLog(t, n, pinned, "listening on")
-	pc, err := client.LoadContainer(ctx, pinned)
+// checkAffinityUpdate checks that container id runs on processor 0, as its
+// config asked, then moves it live through Update to the last processor.
+func checkAffinityUpdate(t *testing.T, client *containerd.Client, id string) {
+	t.Helper()
+	ctx := context.Background()
+	pc, err := client.LoadContainer(ctx, id)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -124,17 +150,6 @@ func TestCRIResourceLimits(t *testing.T) {
 	}
 	if got := cpusAllowedList(t, int(ptask.Pid())); got != fmt.Sprint(last) {
 		t.Errorf("after the update the app runs on CPUs %q, want %d", got, last)
-	}
-
-	crictl(t, n, "stop", "-t", "10", within, capped, pinned)
-	crictl(t, n, "rm", within, past, capped, pinned)
-	crictl(t, n, "stopp", pod)
-	crictl(t, n, "rmp", pod)
-	requireNoPodLeft(t, n, pod)
-	for _, path := range silo.LimitCgroups {
-		if _, err := os.Stat(path); err == nil {
-			t.Errorf("the silo's cgroup %s is left", path)
-		}
 	}
 }
 

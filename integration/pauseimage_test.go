@@ -104,27 +104,7 @@ func TestPauseImagePrepare(t *testing.T) {
 		}
 	})
 
-	// The rootfs: a scratch on the image's two layers, and the image's
-	// entrypoint.
-	l, err := layermount.Decode(rootfs.Mounts)
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Logf("rootfs: %+v, mount %+v", rootfs, l)
-	if l.ReadOnly || len(l.Parents) != 2 || !strings.HasPrefix(l.Path, n.SnapshotterRoot+"/") {
-		t.Errorf("mount %+v: want a writable scratch under %s on 2 layers", l, n.SnapshotterRoot)
-	}
-	slices.Sort(layers)
-	if parents := slices.Sorted(slices.Values(l.Parents)); !slices.Equal(parents, layers) {
-		t.Errorf("parent layers %v, want the image's %v", parents, layers)
-	}
-	if !exists(filepath.Join(l.Parents[0], "Files", winimage.PauseExePath)) {
-		t.Errorf("nearest parent %s has no pause.exe", l.Parents[0])
-	}
-	if !slices.Equal(rootfs.Args, []string{winimage.PauseEntrypoint}) || !slices.Contains(rootfs.Env, winimage.PauseEnvPath) ||
-		rootfs.OSVersion != node.HostBuild+".1" || rootfs.Image != ref || rootfs.Snapshot != "winproc-sandbox-pod1" {
-		t.Errorf("rootfs %+v", rootfs)
-	}
+	l := checkPauseRootfs(t, n, rootfs, layers, ref)
 
 	// The lease exists and holds the snapshot: the lease header reached the
 	// snapshot service.
@@ -187,6 +167,33 @@ func TestPauseImagePrepare(t *testing.T) {
 	if left := snapshotDirs(t, n); len(left) != 0 {
 		t.Errorf("snapshot directories left: %v", left)
 	}
+}
+
+// checkPauseRootfs checks the pause rootfs Prepare made of image ref: a
+// scratch on the image's layers, and the image's entrypoint. It returns
+// the rootfs's mount.
+func checkPauseRootfs(t *testing.T, n *node.Node, rootfs *pauseimage.Rootfs, layers []string, ref string) layermount.Layer {
+	t.Helper()
+	l, err := layermount.Decode(rootfs.Mounts)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Logf("rootfs: %+v, mount %+v", rootfs, l)
+	if l.ReadOnly || len(l.Parents) != 2 || !strings.HasPrefix(l.Path, n.SnapshotterRoot+"/") {
+		t.Errorf("mount %+v: want a writable scratch under %s on 2 layers", l, n.SnapshotterRoot)
+	}
+	slices.Sort(layers)
+	if parents := slices.Sorted(slices.Values(l.Parents)); !slices.Equal(parents, layers) {
+		t.Errorf("parent layers %v, want the image's %v", parents, layers)
+	}
+	if !exists(filepath.Join(l.Parents[0], "Files", winimage.PauseExePath)) {
+		t.Errorf("nearest parent %s has no pause.exe", l.Parents[0])
+	}
+	if !slices.Equal(rootfs.Args, []string{winimage.PauseEntrypoint}) || !slices.Contains(rootfs.Env, winimage.PauseEnvPath) ||
+		rootfs.OSVersion != node.HostBuild+".1" || rootfs.Image != ref || rootfs.Snapshot != "winproc-sandbox-pod1" {
+		t.Errorf("rootfs %+v", rootfs)
+	}
+	return l
 }
 
 func TestPauseImageRefuses(t *testing.T) {

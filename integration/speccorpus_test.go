@@ -3,8 +3,6 @@
 package integration
 
 import (
-	"encoding/json"
-	"fmt"
 	"os"
 	"path/filepath"
 	"strings"
@@ -37,63 +35,42 @@ func TestWriteSpecCorpus(t *testing.T) {
 	}
 	n := node.StartWith(t, bins, node.Options{Sandboxer: "podsandbox"})
 	importPodImages(t, n)
-
-	hostDirs := map[string]string{}
-	hostDir := func(name string) string {
-		d := filepath.Join(t.TempDir(), name)
-		if err := os.MkdirAll(d, 0o755); err != nil {
-			t.Fatal(err)
-		}
-		hostDirs[d] = `C:\hostdata\` + name
-		return d
-	}
-	var written []string
-	write := func(name string, spec json.RawMessage) {
-		s := string(spec)
-		for linux, win := range hostDirs {
-			s = strings.ReplaceAll(s, linux, strings.ReplaceAll(win, `\`, `\\`))
-		}
-		if err := node.WriteCorpusSpec(dir, name, s); err != nil {
-			t.Fatal(err)
-		}
-		written = append(written, name)
-	}
-	runtimeSpec := func(verb, id string) json.RawMessage {
-		out := crictl(t, n, verb, "-o", "json", id)
-		spec, err := node.RuntimeSpec([]byte(out[strings.Index(out, "{"):]))
-		if err != nil {
-			t.Fatalf("crictl %s %s: %v", verb, id, err)
-		}
-		return spec
-	}
-
-	ctrs := node.CorpusContainers(hostDir, testApp)
-	for pi, p := range node.CorpusPods {
-		cfgMap := podSpec(t, "corpus-"+p.Name, false)
-		for k, v := range p.Extra {
-			cfgMap[k] = v
-		}
-		podCfg := writeJSON(t, p.Name+"-pod.json", cfgMap)
-		pod := runPodWith(t, n, p.Name, podCfg)
-		write("pod-"+p.Name, runtimeSpec("inspectp", pod))
-		// Every container in the plain pod; the app and a third of the
-		// others in each other pod.
-		for i, c := range ctrs {
-			if !node.CorpusIncludes(pi, i, c.Name) {
-				continue
+	node.WriteCorpus(t, node.CorpusWriter{
+		Dir: dir,
+		CRI: corpusCRI{n},
+		App: testApp,
+		MakeHostDir: func(t *testing.T, name string) string {
+			d := filepath.Join(t.TempDir(), name)
+			if err := os.MkdirAll(d, 0o755); err != nil {
+				t.Fatal(err)
 			}
-			name := fmt.Sprintf("%s-%s", p.Name, c.Name)
-			extra := c.Extra()
-			if extra == nil {
-				extra = map[string]any{}
-			}
-			if _, ok := extra["command"]; !ok {
-				extra["command"] = []string{testApp, "serve"}
-			}
-			id := lastLine(crictl(t, n, "create", pod, containerConfig(t, name, testAppImage, nil, extra), podCfg))
-			write("ctr-"+name, runtimeSpec("inspect", id))
-			crictl(t, n, "rm", id)
-		}
-	}
-	t.Logf("wrote %d specs to %s", len(written), dir)
+			return d
+		},
+	})
 }
+
+// corpusCRI is the emulated node's CRI, through crictl.
+type corpusCRI struct{ n *node.Node }
+
+func (c corpusCRI) RunPod(t *testing.T, p node.CorpusPod) (string, string) {
+	cfgMap := podSpec(t, "corpus-"+p.Name, false)
+	for k, v := range p.Extra {
+		cfgMap[k] = v
+	}
+	podCfg := writeJSON(t, p.Name+"-pod.json", cfgMap)
+	return runPodWith(t, c.n, p.Name, podCfg), podCfg
+}
+
+func (c corpusCRI) CreateContainer(t *testing.T, pod, podConfig, name string, extra map[string]any) string {
+	return lastLine(crictl(t, c.n, "create", pod, containerConfig(t, name, testAppImage, nil, extra), podConfig))
+}
+
+func (c corpusCRI) Inspect(t *testing.T, verb, id string) []byte {
+	out := crictl(t, c.n, verb, "-o", "json", id)
+	return []byte(out[strings.Index(out, "{"):])
+}
+
+func (c corpusCRI) RemoveContainer(t *testing.T, id string) { crictl(t, c.n, "rm", id) }
+
+// RemovePod leaves the pod to runPodWith's clean-up.
+func (c corpusCRI) RemovePod(*testing.T, string) {}

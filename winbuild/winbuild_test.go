@@ -537,3 +537,21 @@ func FuzzParse(f *testing.F) {
 		}
 	})
 }
+
+func TestImageOSVersion(t *testing.T) {
+	tests := []struct {
+		name, config, entry, want string
+	}{
+		{"config alone", "10.0.20348.1", "", "10.0.20348.1"},
+		{"index entry alone", "", "10.0.17763.5820", "10.0.17763.5820"},
+		{"both: the config's", "10.0.17763.1", "10.0.20348.1", "10.0.17763.1"},
+		{"neither", "", "", ""},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			if got := ImageOSVersion(tc.config, tc.entry); got != tc.want {
+				t.Errorf("ImageOSVersion(%q, %q) = %q; want %q", tc.config, tc.entry, got, tc.want)
+			}
+		})
+	}
+}

@@ -49,9 +49,11 @@ type leaf struct {
 // annotation) are considered; if it is empty, the top-level entries must
 // all have the same name (or none). Nested indexes are flattened, entries
 // without a platform get it from their config, and winbuild.BestManifest
-// picks the manifest for host; a manifest whose os.version is known not to
-// run on host is never chosen. If the chosen image's config lacks the
-// os.version its descriptor declares, the returned image's config gets it.
+// picks the manifest for host by the build each image was made for
+// (winbuild.ImageOSVersion: its config's os.version, else its entry's); a
+// manifest whose build is known not to run on host is never chosen. If the
+// chosen image's config lacks the os.version its descriptor declares, the
+// returned image's config gets it.
 func SelectImage(idx v1.ImageIndex, host winbuild.Version, arch, ref string) (v1.Image, error) {
 	if arch == "" {
 		arch = DefaultArchitecture
@@ -74,7 +76,9 @@ func SelectImage(idx v1.ImageIndex, host winbuild.Version, arch, ref string) (v1
 	descs := make([]ocispec.Descriptor, len(leaves))
 	for i := range leaves {
 		l := &leaves[i]
-		if l.desc.Platform == nil || (strings.EqualFold(l.desc.Platform.OS, "windows") && l.desc.Platform.OSVersion == "") {
+		// A Windows image's build is its config's first; an entry for
+		// another OS is left unread (its blobs may not be there).
+		if l.desc.Platform == nil || strings.EqualFold(l.desc.Platform.OS, "windows") {
 			if err := platformFromConfig(l); err != nil {
 				return nil, err
 			}
@@ -186,17 +190,8 @@ func platformFromConfig(l *leaf) error {
 	if err != nil {
 		return fmt.Errorf("manifest %s: config: %w", l.desc.Digest, err)
 	}
-	p := cf.Platform()
-	if p == nil {
-		return nil
-	}
-	if l.desc.Platform != nil && l.desc.Platform.OSVersion == "" {
-		// Keep what the descriptor says; only add the os.version.
-		q := *l.desc.Platform
-		q.OSVersion = p.OSVersion
-		p = &q
-	}
-	l.desc.Platform = p
+	// Keep what the descriptor says but the build.
+	l.desc.Platform = withConfig(l.desc.Platform, cf.Platform())
 	return nil
 }
 

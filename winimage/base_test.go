@@ -235,6 +235,10 @@ func TestLoadBaseSelection(t *testing.T) {
 	})
 	descOnly := writeLayout(t, "example/base:desc", bareIdx)
 
+	// An index entry that names a build its config contradicts: the
+	// config's is the image's (winbuild.ImageOSVersion).
+	lying := writeLayout(t, "example/base:lying", lyingIndex(t, imgs["10.0.17763.5329"], imgs["10.0.20348.1"]))
+
 	for _, tc := range []struct {
 		name, dir, host, ref string
 		want                 string // os.version of the chosen image, or an error substring
@@ -251,6 +255,7 @@ func TestLoadBaseSelection(t *testing.T) {
 		{"two images, full ref", two, "10.0.20348", "docker.io/example/a:1", "10.0.20348.1", false},
 		{"two images, unknown ref", two, "10.0.20348", "example/c:1", "no image named", true},
 		{"os.version from the descriptor", descOnly, "10.0.20348", "", "10.0.20348.2227", false},
+		{"the config's os.version before the entry's", lying, "10.0.20348", "", "10.0.20348.1", false},
 		{"not a layout", t.TempDir(), "10.0.20348", "", "base layout", true},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
@@ -269,6 +274,17 @@ func TestLoadBaseSelection(t *testing.T) {
 			}
 		})
 	}
+}
+
+// lyingIndex is an index of lying, whose entry says 10.0.20348.9999
+// whatever its config says, and honest, whose entry says its config's.
+func lyingIndex(t *testing.T, lying, honest v1.Image) v1.ImageIndex {
+	t.Helper()
+	cf := mustConfig(t, honest)
+	return mutate.AppendManifests(mutate.IndexMediaType(empty.Index, types.OCIImageIndex),
+		mutate.IndexAddendum{Add: lying, Descriptor: v1.Descriptor{Platform: &v1.Platform{OS: "windows", Architecture: "amd64", OSVersion: "10.0.20348.9999"}}},
+		mutate.IndexAddendum{Add: honest, Descriptor: v1.Descriptor{Platform: &v1.Platform{OS: "windows", Architecture: "amd64", OSVersion: cf.OSVersion}}},
+	)
 }
 
 func editIndex(t *testing.T, dir string, f func(*v1.IndexManifest)) {

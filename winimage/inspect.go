@@ -65,22 +65,29 @@ type Layer struct {
 func (e *Entry) IsIndex() bool { return e.Config == nil && e.Descriptor.MediaType.IsIndex() }
 
 // Platform returns e's platform: its descriptor's, completed from its
-// config; nil if neither says.
+// config, with the Windows build winbuild.ImageOSVersion gives; nil if
+// neither says.
 func (e *Entry) Platform() *v1.Platform {
 	p := e.Descriptor.Platform
 	if e.Config == nil {
 		return p
 	}
-	cp := e.Config.Platform()
-	if p == nil {
-		return cp
+	return withConfig(p, e.Config.Platform())
+}
+
+// withConfig is an image's platform from its index entry's (entry) and its
+// config's (config): the entry's, or the config's when the entry has none,
+// with the build the image was made for (winbuild.ImageOSVersion).
+func withConfig(entry, config *v1.Platform) *v1.Platform {
+	if entry == nil {
+		return config
 	}
-	if p.OSVersion == "" && cp != nil {
-		q := *p
-		q.OSVersion = cp.OSVersion
-		return &q
+	if config == nil {
+		return entry
 	}
-	return p
+	q := *entry
+	q.OSVersion = winbuild.ImageOSVersion(config.OSVersion, entry.OSVersion)
+	return &q
 }
 
 // Images returns e if it is an image, else the images under it.

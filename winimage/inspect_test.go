@@ -85,6 +85,31 @@ func TestInspect(t *testing.T) {
 	}
 }
 
+// Best judges an image by the build its config names before its index
+// entry's, as SelectImage and winimage/resolve do.
+func TestInspectBestByImageBuild(t *testing.T) {
+	dir := writeLayout(t, "example/pause:1.0", lyingIndex(t, pauseLikeImage(t, "10.0.17763.1"), pauseLikeImage(t, "10.0.20348.1")))
+	ins, err := winimage.Inspect(dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(ins.Entries) != 1 {
+		t.Fatalf("%d entries", len(ins.Entries))
+	}
+	best, err := ins.Entries[0].Best(host(t, "10.0.20348"), "amd64")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if best.Config.OSVersion != "10.0.20348.1" {
+		t.Errorf("best for 20348 is the image for %s", best.Config.OSVersion)
+	}
+	for _, img := range ins.Entries[0].Images() {
+		if got := img.Platform().OSVersion; got != img.Config.OSVersion {
+			t.Errorf("platform of the image for %s says %s", img.Config.OSVersion, got)
+		}
+	}
+}
+
 func TestInspectProblems(t *testing.T) {
 	img := pauseLikeImage(t, "10.0.20348.1")
 

@@ -44,110 +44,128 @@ func TestStartProtocols(t *testing.T) {
 		t.Skip("needs root for the shim sockets in " + defaults.DefaultStateDir)
 	}
 	tmp := t.TempDir()
-	bin := buildShim(t, tmp)
-	socketDir := filepath.Join(defaults.DefaultStateDir, "s")
-	cleanupDirs(t, socketDir)
-	state := filepath.Join(tmp, "state")
-	grpcAddress := filepath.Join(tmp, "containerd.sock")
+	e := &starts{bin: buildShim(t, tmp), socketDir: filepath.Join(defaults.DefaultStateDir, "s"), state: filepath.Join(tmp, "state"), grpcAddress: filepath.Join(tmp, "containerd.sock")}
+	cleanupDirs(t, e.socketDir)
 	ids := []string{"legacy-plain", "legacy-options", "legacy-bad", "bootstrap"}
 	// Registered after the binary's directory, so run before its removal.
-	t.Cleanup(func() { killShims(t, bin, socketDir, grpcAddress, ids) })
+	t.Cleanup(func() { killShims(t, e.bin, e.socketDir, e.grpcAddress, ids) })
+	e.plainAddress = regexp.MustCompile(`^unix://` + regexp.QuoteMeta(e.socketDir) + `/[0-9a-f]{64}$`)
 
-	legacyStart := func(t *testing.T, id string, stdin []byte) ([]byte, error) {
-		// As containerd 1.7's runtime/v2/shim.Command and binary.Start.
-		cmd := exec.Command(bin, "-namespace", testNamespace, "-address", grpcAddress, "-publish-binary", "/usr/bin/containerd", "-id", id, "-debug", "start")
-		cmd.Dir = newBundle(t, state, id)
-		cmd.Env = append(os.Environ(),
-			"GOMAXPROCS=2",
-			"TTRPC_ADDRESS="+grpcAddress+".ttrpc",
-			"GRPC_ADDRESS="+grpcAddress,
-			"NAMESPACE="+testNamespace,
-		)
-		if stdin != nil {
-			cmd.Stdin = bytes.NewReader(stdin)
-		}
-		return cmd.CombinedOutput()
+	for _, tc := range []struct {
+		name string
+		run  func(*testing.T, *starts)
+	}{
+		{"containerd 1.7 without options", startLegacyPlain},
+		{"containerd 1.7 with runtime options", startLegacyOptions},
+		{"containerd 1.7 with bad runtime options", startLegacyBadOptions},
+		{"containerd 2.3 bootstrap", startBootstrap},
+	} {
+		t.Run(tc.name, func(t *testing.T) { tc.run(t, e) })
 	}
-	plainAddress := regexp.MustCompile(`^unix://` + regexp.QuoteMeta(socketDir) + `/[0-9a-f]{64}$`)
-
-	t.Run("containerd 1.7 without options", func(t *testing.T) {
-		out, err := legacyStart(t, "legacy-plain", nil)
-		if err != nil {
-			t.Fatalf("start: %v\n%s", err, out)
-		}
-		if !plainAddress.Match(out) {
-			t.Fatalf("start wrote %q; want a bare unix:// address", out)
-		}
-		pid := connectV2(t, string(out), bin)
-		if got := shimEnv(t, pid, options.Env); got != "" {
-			t.Errorf("shim's %s = %q; want empty", options.Env, got)
-		}
-	})
-
-	t.Run("containerd 1.7 with runtime options", func(t *testing.T) {
-		body := "host_build = \"10.0.17763\"\n"
-		out, err := legacyStart(t, "legacy-options", marshalOptions(t, body))
-		if err != nil {
-			t.Fatalf("start: %v\n%s", err, out)
-		}
-		if !plainAddress.Match(out) {
-			t.Fatalf("start wrote %q; want a bare unix:// address", out)
-		}
-		pid := connectV2(t, string(out), bin)
-		if got := shimEnv(t, pid, options.Env); got != body {
-			t.Errorf("shim's %s = %q; want %q", options.Env, got, body)
-		}
-	})
-
-	t.Run("containerd 1.7 with bad runtime options", func(t *testing.T) {
-		out, err := legacyStart(t, "legacy-bad", marshalOptions(t, "no_such_option = 1\n"))
-		if err == nil {
-			t.Fatalf("start succeeded with %q; want the options refused", out)
-		}
-		if !strings.Contains(string(out), "decode winproc runtime options") {
-			t.Errorf("start failed with %q; want the options' error", out)
-		}
-	})
-
-	t.Run("containerd 2.3 bootstrap", func(t *testing.T) {
-		const id = "bootstrap"
-		params, err := proto.Marshal(&bootapi.BootstrapParams{
-			InstanceID:             id,
-			Namespace:              testNamespace,
-			ContainerdGrpcAddress:  grpcAddress,
-			ContainerdTtrpcAddress: grpcAddress + ".ttrpc",
-		})
-		if err != nil {
-			t.Fatal(err)
-		}
-		cmd := exec.Command(bin, "-namespace", testNamespace, "-address", grpcAddress, "-id", id, "start")
-		cmd.Dir = newBundle(t, state, id)
-		cmd.Env = append(os.Environ(), "TTRPC_ADDRESS="+grpcAddress+".ttrpc")
-		cmd.Stdin = bytes.NewReader(params)
-		var stderr bytes.Buffer
-		cmd.Stderr = &stderr
-		out, err := cmd.Output()
-		if err != nil {
-			t.Fatalf("start: %v\n%s", err, stderr.Bytes())
-		}
-		var result bootapi.BootstrapResult
-		if err := proto.Unmarshal(out, &result); err != nil {
-			t.Fatalf("start wrote %q, not a BootstrapResult: %v", out, err)
-		}
-		if result.GetVersion() != 3 || result.GetProtocol() != "ttrpc" || !plainAddress.MatchString(result.GetAddress()) {
-			t.Fatalf("start = %v; want version 3 over ttrpc at a unix:// address", &result)
-		}
-		client := dial(t, result.GetAddress())
-		resp, err := taskv3.NewTTRPCTaskClient(client).Connect(callContext(t), &taskv3.ConnectRequest{ID: id})
-		if err != nil {
-			t.Fatalf("task v3 Connect: %v", err)
-		}
-		checkShim(t, int(resp.GetShimPid()), bin)
-	})
 }
 
-// connectV2 asks the shim at address for task API v2's Connect, as
-// containerd 1.7 does, and returns the shim's pid.
+// starts is what TestStartProtocols's shims share: the shim binary, where
+// they put their sockets and bundles, and the fake containerd's address.
+type starts struct {
+	bin, socketDir, state, grpcAddress string
+	// plainAddress matches the bare address a legacy start writes.
+	plainAddress *regexp.Regexp
+}
+
+// legacyStart runs `start` as containerd 1.7's runtime/v2/shim.Command and
+// binary.Start do.
+func (e *starts) legacyStart(t *testing.T, id string, stdin []byte) ([]byte, error) {
+	cmd := exec.Command(e.bin, "-namespace", testNamespace, "-address", e.grpcAddress, "-publish-binary", "/usr/bin/containerd", "-id", id, "-debug", "start")
+	cmd.Dir = newBundle(t, e.state, id)
+	cmd.Env = append(os.Environ(),
+		"GOMAXPROCS=2",
+		"TTRPC_ADDRESS="+e.grpcAddress+".ttrpc",
+		"GRPC_ADDRESS="+e.grpcAddress,
+		"NAMESPACE="+testNamespace,
+	)
+	if stdin != nil {
+		cmd.Stdin = bytes.NewReader(stdin)
+	}
+	return cmd.CombinedOutput()
+}
+
+func startLegacyPlain(t *testing.T, e *starts) {
+	out, err := e.legacyStart(t, "legacy-plain", nil)
+	if err != nil {
+		t.Fatalf("start: %v\n%s", err, out)
+	}
+	if !e.plainAddress.Match(out) {
+		t.Fatalf("start wrote %q; want a bare unix:// address", out)
+	}
+	pid := connectV2(t, string(out), e.bin)
+	if got := shimEnv(t, pid, options.Env); got != "" {
+		t.Errorf("shim's %s = %q; want empty", options.Env, got)
+	}
+}
+
+func startLegacyOptions(t *testing.T, e *starts) {
+	body := "host_build = \"10.0.17763\"\n"
+	out, err := e.legacyStart(t, "legacy-options", marshalOptions(t, body))
+	if err != nil {
+		t.Fatalf("start: %v\n%s", err, out)
+	}
+	if !e.plainAddress.Match(out) {
+		t.Fatalf("start wrote %q; want a bare unix:// address", out)
+	}
+	pid := connectV2(t, string(out), e.bin)
+	if got := shimEnv(t, pid, options.Env); got != body {
+		t.Errorf("shim's %s = %q; want %q", options.Env, got, body)
+	}
+}
+
+func startLegacyBadOptions(t *testing.T, e *starts) {
+	out, err := e.legacyStart(t, "legacy-bad", marshalOptions(t, "no_such_option = 1\n"))
+	if err == nil {
+		t.Fatalf("start succeeded with %q; want the options refused", out)
+	}
+	if !strings.Contains(string(out), "decode winproc runtime options") {
+		t.Errorf("start failed with %q; want the options' error", out)
+	}
+}
+
+// startBootstrap starts the shim as containerd 2.3+ does, with
+// BootstrapParams on stdin, and connects over task API v3.
+func startBootstrap(t *testing.T, e *starts) {
+	const id = "bootstrap"
+	params, err := proto.Marshal(&bootapi.BootstrapParams{
+		InstanceID:             id,
+		Namespace:              testNamespace,
+		ContainerdGrpcAddress:  e.grpcAddress,
+		ContainerdTtrpcAddress: e.grpcAddress + ".ttrpc",
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	cmd := exec.Command(e.bin, "-namespace", testNamespace, "-address", e.grpcAddress, "-id", id, "start")
+	cmd.Dir = newBundle(t, e.state, id)
+	cmd.Env = append(os.Environ(), "TTRPC_ADDRESS="+e.grpcAddress+".ttrpc")
+	cmd.Stdin = bytes.NewReader(params)
+	var stderr bytes.Buffer
+	cmd.Stderr = &stderr
+	out, err := cmd.Output()
+	if err != nil {
+		t.Fatalf("start: %v\n%s", err, stderr.Bytes())
+	}
+	var result bootapi.BootstrapResult
+	if err := proto.Unmarshal(out, &result); err != nil {
+		t.Fatalf("start wrote %q, not a BootstrapResult: %v", out, err)
+	}
+	if result.GetVersion() != 3 || result.GetProtocol() != "ttrpc" || !e.plainAddress.MatchString(result.GetAddress()) {
+		t.Fatalf("start = %v; want version 3 over ttrpc at a unix:// address", &result)
+	}
+	client := dial(t, result.GetAddress())
+	resp, err := taskv3.NewTTRPCTaskClient(client).Connect(callContext(t), &taskv3.ConnectRequest{ID: id})
+	if err != nil {
+		t.Fatalf("task v3 Connect: %v", err)
+	}
+	checkShim(t, int(resp.GetShimPid()), e.bin)
+}
+
 // buildShim builds the shim binary into dir.
 func buildShim(t *testing.T, dir string) string {
 	t.Helper()
@@ -177,6 +195,8 @@ func TestInfo(t *testing.T) {
 	}
 }
 
+// connectV2 asks the shim at address for task API v2's Connect, as
+// containerd 1.7 does, and returns the shim's pid.
 func connectV2(t *testing.T, address, bin string) int {
 	t.Helper()
 	client := dial(t, address)

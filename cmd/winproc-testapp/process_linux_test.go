@@ -103,159 +103,182 @@ func (p *proc) wait(t *testing.T, timeout time.Duration) int {
 func TestProcess(t *testing.T) {
 	for _, l := range launchers {
 		t.Run(l.name, func(t *testing.T) {
-			command := l.setup(t)
-			// Each case gets its own context: CommandContext kills a process
-			// a failed case leaves behind.
-			newCmd := func(t *testing.T, args ...string) *exec.Cmd {
-				ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
-				t.Cleanup(cancel)
-				return command(ctx, t, args...)
-			}
-
-			t.Run("exit 7", func(t *testing.T) {
-				t.Parallel()
-				p := startProc(t, newCmd(t, "exit", "7"))
-				if code := p.wait(t, l.ready); code != 7 {
-					t.Errorf("exit status %d, want 7 (stderr %q)", code, p.stderr)
-				}
-			})
-
-			t.Run("bad flag", func(t *testing.T) {
-				t.Parallel()
-				p := startProc(t, newCmd(t, "-bogus"))
-				if code := p.wait(t, l.ready); code != 2 {
-					t.Errorf("exit status %d, want 2", code)
-				}
-				if !strings.Contains(p.stderr.String(), "usage: winproc-testapp") || p.stdout.String() != "" {
-					t.Errorf("stdout %q, stderr %q; want usage on stderr only", p.stdout, p.stderr)
-				}
-			})
-
-			t.Run("echo", func(t *testing.T) {
-				t.Parallel()
-				cmd := newCmd(t, "echo")
-				in := "hello\r\nfrom stdin\nno newline"
-				cmd.Stdin = strings.NewReader(in)
-				p := startProc(t, cmd)
-				if code := p.wait(t, l.ready); code != 0 || p.stdout.String() != in {
-					t.Errorf("exit status %d, stdout %q; want 0, %q (stderr %q)", code, p.stdout, in, p.stderr)
-				}
-			})
-
-			t.Run("env", func(t *testing.T) {
-				t.Parallel()
-				cmd := newCmd(t, "env")
-				cmd.Dir = t.TempDir()
-				if cmd.Env == nil {
-					cmd.Env = os.Environ()
-				}
-				cmd.Env = append(cmd.Env, "WINPROC_TESTAPP_PROBE=a b=c")
-				p := startProc(t, cmd)
-				if code := p.wait(t, l.ready); code != 0 {
-					t.Fatalf("exit status %d (stderr %q)", code, p.stderr)
-				}
-				out := p.stdout.String()
-				lines := strings.Split(strings.TrimRight(out, "\r\n"), "\n")
-				if !strings.Contains(out, "\nWINPROC_TESTAPP_PROBE=a b=c\n") || len(lines) < 3 {
-					t.Fatalf("stdout %q lacks the variable the test set", out)
-				}
-				cwd, user := lines[len(lines)-2], lines[len(lines)-1]
-				if !strings.HasPrefix(cwd, "cwd=") || !strings.HasSuffix(cwd, filepath.Base(cmd.Dir)) {
-					t.Errorf("cwd line %q, want the directory %s", cwd, cmd.Dir)
-				}
-				if !strings.HasPrefix(user, "user=") {
-					t.Errorf("last line %q, want user=", user)
-				}
-			})
-
-			stops := []struct {
-				sig  syscall.Signal
-				want string
-			}{{syscall.SIGINT, "CTRL_C_EVENT"}}
+			r := &testappRun{l: l, command: l.setup(t)}
+			t.Run("exit 7", r.processExit7)
+			t.Run("bad flag", r.processBadFlag)
+			t.Run("echo", r.processEcho)
+			t.Run("env", r.processEnv)
+			stops := []consoleStop{{syscall.SIGINT, "CTRL_C_EVENT"}}
 			if l.name == "native" {
 				// Wine ends a process on SIGTERM without a console event.
-				stops = append(stops, struct {
-					sig  syscall.Signal
-					want string
-				}{syscall.SIGTERM, "CTRL_SHUTDOWN_EVENT"})
+				stops = append(stops, consoleStop{syscall.SIGTERM, "CTRL_SHUTDOWN_EVENT"})
 			}
 			for _, stop := range stops {
-				t.Run("console "+stop.sig.String(), func(t *testing.T) {
-					t.Parallel()
-					p := startProc(t, newCmd(t, "console", "-exit-code", "3"))
-					waitLine(t, p.stdout, "ready", p.exited, l.ready)
-					if err := p.cmd.Process.Signal(stop.sig); err != nil {
-						t.Fatal(err)
-					}
-					if code := p.wait(t, 10*time.Second); code != 3 {
-						t.Errorf("exit status %d, want 3 (stderr %q)", code, p.stderr)
-					}
-					if want := "ready\ngot " + stop.want + "\n"; p.stdout.String() != want {
-						t.Errorf("stdout %q, want %q", p.stdout, want)
-					}
-				})
-
-				t.Run("serve "+stop.sig.String(), func(t *testing.T) {
-					t.Parallel()
-					p := startProc(t, newCmd(t, "serve", "-addr", "127.0.0.1:0"))
-					addr := waitLine(t, p.stdout, "listening on ", p.exited, l.ready)
-					if code, body := get(t, "http://"+addr+"/"); code != 200 || !strings.HasPrefix(body, "hello from winproc-testapp (pid ") {
-						t.Errorf("GET /: %d %q", code, body)
-					}
-					if err := p.cmd.Process.Signal(stop.sig); err != nil {
-						t.Fatal(err)
-					}
-					if code := p.wait(t, 10*time.Second); code != 0 {
-						t.Errorf("exit status %d, want 0 (stderr %q)", code, p.stderr)
-					}
-					out := p.stdout.String()
-					if !strings.Contains(out, " GET / 200 ") || !strings.HasSuffix(out, "\nstopping: "+stop.want+"\nexiting with status 0\n") {
-						t.Errorf("stdout %q, want the request logged, then stopping: %s and the exit status", out, stop.want)
-					}
-				})
+				t.Run("console "+stop.sig.String(), func(t *testing.T) { r.processConsole(t, stop) })
+				t.Run("serve "+stop.sig.String(), func(t *testing.T) { r.processServe(t, stop) })
 			}
-
-			// About 1 graceful exit in 80 after a console event hung or
-			// crashed in Wine's exit without the exit library
-			// (build/wine/wineexit.c): 200 in a row catch that with 92% odds.
-			// Not parallel: alone, a run takes some 50 ms under Wine; beside
-			// the other cases, whose ends wait for the wineserver to exit,
-			// ten times that.
-			t.Run("console SIGINT 200 times", func(t *testing.T) {
-				resent := false
-				for i := 0; i < 200 && !t.Failed(); i++ {
-					p := startProc(t, newCmd(t, "console", "-exit-code", "3"))
-					waitLine(t, p.stdout, "ready", p.exited, l.ready)
-					if err := p.cmd.Process.Signal(syscall.SIGINT); err != nil {
-						t.Fatal(err)
-					}
-					// Wine now and then takes a SIGINT without running the
-					// control handler (shim/emulation doc.go): not the exit
-					// this case is about, so once, the event is sent again.
-					if _, got, _ := findLine(p.stdout, "got CTRL_C_EVENT", p.exited, 5*time.Second); !got && !resent {
-						resent = true
-						t.Logf("run %d: no console event 5 s after SIGINT (stdout %q): sending it again", i, p.stdout)
-						if err := p.cmd.Process.Signal(syscall.SIGINT); err != nil {
-							t.Fatal(err)
-						}
-					}
-					if code := p.wait(t, 10*time.Second); code != 3 {
-						t.Errorf("run %d: exit status %d, want 3 (stdout %q, stderr %q)", i, code, p.stdout, p.stderr)
-					}
-				}
-			})
-
-			t.Run("serve exit", func(t *testing.T) {
-				t.Parallel()
-				p := startProc(t, newCmd(t, "serve", "-addr", "127.0.0.1:0"))
-				addr := waitLine(t, p.stdout, "listening on ", p.exited, l.ready)
-				if code, body := get(t, "http://"+addr+"/exit?code=9"); code != 200 || body != "exiting with status 9\n" {
-					t.Errorf("GET /exit?code=9: %d %q", code, body)
-				}
-				if code := p.wait(t, 10*time.Second); code != 9 {
-					t.Errorf("exit status %d, want 9 (stderr %q)", code, p.stderr)
-				}
-			})
+			t.Run("console SIGINT 200 times", r.processConsoleRepeated)
+			t.Run("serve exit", r.processServeExit)
 		})
+	}
+}
+
+// testappRun is the test app as one launcher starts it.
+type testappRun struct {
+	l       launcher
+	command func(context.Context, *testing.T, ...string) *exec.Cmd
+}
+
+// newCmd is the test app with args. Each case gets its own context:
+// CommandContext kills a process a failed case leaves behind.
+func (r *testappRun) newCmd(t *testing.T, args ...string) *exec.Cmd {
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+	t.Cleanup(cancel)
+	return r.command(ctx, t, args...)
+}
+
+// consoleStop is a signal and the console event the test app gets for it.
+type consoleStop struct {
+	sig  syscall.Signal
+	want string
+}
+
+// processExit7 checks that the test app exits with the status it is given.
+func (r *testappRun) processExit7(t *testing.T) {
+	t.Parallel()
+	p := startProc(t, r.newCmd(t, "exit", "7"))
+	if code := p.wait(t, r.l.ready); code != 7 {
+		t.Errorf("exit status %d, want 7 (stderr %q)", code, p.stderr)
+	}
+}
+
+// processBadFlag checks that the test app prints its usage on stderr and exits 2 on an unknown flag.
+func (r *testappRun) processBadFlag(t *testing.T) {
+	t.Parallel()
+	p := startProc(t, r.newCmd(t, "-bogus"))
+	if code := p.wait(t, r.l.ready); code != 2 {
+		t.Errorf("exit status %d, want 2", code)
+	}
+	if !strings.Contains(p.stderr.String(), "usage: winproc-testapp") || p.stdout.String() != "" {
+		t.Errorf("stdout %q, stderr %q; want usage on stderr only", p.stdout, p.stderr)
+	}
+}
+
+// processEcho checks that the test app copies stdin to stdout.
+func (r *testappRun) processEcho(t *testing.T) {
+	t.Parallel()
+	cmd := r.newCmd(t, "echo")
+	in := "hello\r\nfrom stdin\nno newline"
+	cmd.Stdin = strings.NewReader(in)
+	p := startProc(t, cmd)
+	if code := p.wait(t, r.l.ready); code != 0 || p.stdout.String() != in {
+		t.Errorf("exit status %d, stdout %q; want 0, %q (stderr %q)", code, p.stdout, in, p.stderr)
+	}
+}
+
+// processEnv checks that the test app prints its environment, working directory and user.
+func (r *testappRun) processEnv(t *testing.T) {
+	t.Parallel()
+	cmd := r.newCmd(t, "env")
+	cmd.Dir = t.TempDir()
+	if cmd.Env == nil {
+		cmd.Env = os.Environ()
+	}
+	cmd.Env = append(cmd.Env, "WINPROC_TESTAPP_PROBE=a b=c")
+	p := startProc(t, cmd)
+	if code := p.wait(t, r.l.ready); code != 0 {
+		t.Fatalf("exit status %d (stderr %q)", code, p.stderr)
+	}
+	out := p.stdout.String()
+	lines := strings.Split(strings.TrimRight(out, "\r\n"), "\n")
+	if !strings.Contains(out, "\nWINPROC_TESTAPP_PROBE=a b=c\n") || len(lines) < 3 {
+		t.Fatalf("stdout %q lacks the variable the test set", out)
+	}
+	cwd, user := lines[len(lines)-2], lines[len(lines)-1]
+	if !strings.HasPrefix(cwd, "cwd=") || !strings.HasSuffix(cwd, filepath.Base(cmd.Dir)) {
+		t.Errorf("cwd line %q, want the directory %s", cwd, cmd.Dir)
+	}
+	if !strings.HasPrefix(user, "user=") {
+		t.Errorf("last line %q, want user=", user)
+	}
+}
+
+// processConsoleRepeated stops the test app with SIGINT 200 times in a row:
+// about 1 graceful exit in 80 after a console event hung or crashed in
+// Wine's exit without the exit library
+// (build/wine/wineexit.c): 200 in a row catch that with 92% odds.
+// Not parallel: alone, a run takes some 50 ms under Wine; beside
+// the other cases, whose ends wait for the wineserver to exit,
+// ten times that.
+func (r *testappRun) processConsoleRepeated(t *testing.T) {
+	resent := false
+	for i := 0; i < 200 && !t.Failed(); i++ {
+		p := startProc(t, r.newCmd(t, "console", "-exit-code", "3"))
+		waitLine(t, p.stdout, "ready", p.exited, r.l.ready)
+		if err := p.cmd.Process.Signal(syscall.SIGINT); err != nil {
+			t.Fatal(err)
+		}
+		// Wine now and then takes a SIGINT without running the
+		// control handler (shim/emulation doc.go): not the exit
+		// this case is about, so once, the event is sent again.
+		if _, got, _ := findLine(p.stdout, "got CTRL_C_EVENT", p.exited, 5*time.Second); !got && !resent {
+			resent = true
+			t.Logf("run %d: no console event 5 s after SIGINT (stdout %q): sending it again", i, p.stdout)
+			if err := p.cmd.Process.Signal(syscall.SIGINT); err != nil {
+				t.Fatal(err)
+			}
+		}
+		if code := p.wait(t, 10*time.Second); code != 3 {
+			t.Errorf("run %d: exit status %d, want 3 (stdout %q, stderr %q)", i, code, p.stdout, p.stderr)
+		}
+	}
+}
+
+// processServeExit checks that the test app exits with the status GET /exit names.
+func (r *testappRun) processServeExit(t *testing.T) {
+	t.Parallel()
+	p := startProc(t, r.newCmd(t, "serve", "-addr", "127.0.0.1:0"))
+	addr := waitLine(t, p.stdout, "listening on ", p.exited, r.l.ready)
+	if code, body := get(t, "http://"+addr+"/exit?code=9"); code != 200 || body != "exiting with status 9\n" {
+		t.Errorf("GET /exit?code=9: %d %q", code, body)
+	}
+	if code := p.wait(t, 10*time.Second); code != 9 {
+		t.Errorf("exit status %d, want 9 (stderr %q)", code, p.stderr)
+	}
+}
+
+// processConsole checks that the test app ends on the console event a signal makes, with the exit status it is given.
+func (r *testappRun) processConsole(t *testing.T, stop consoleStop) {
+	t.Parallel()
+	p := startProc(t, r.newCmd(t, "console", "-exit-code", "3"))
+	waitLine(t, p.stdout, "ready", p.exited, r.l.ready)
+	if err := p.cmd.Process.Signal(stop.sig); err != nil {
+		t.Fatal(err)
+	}
+	if code := p.wait(t, 10*time.Second); code != 3 {
+		t.Errorf("exit status %d, want 3 (stderr %q)", code, p.stderr)
+	}
+	if want := "ready\ngot " + stop.want + "\n"; p.stdout.String() != want {
+		t.Errorf("stdout %q, want %q", p.stdout, want)
+	}
+}
+
+// processServe checks that the test app serves, and stops on the console event a signal makes.
+func (r *testappRun) processServe(t *testing.T, stop consoleStop) {
+	t.Parallel()
+	p := startProc(t, r.newCmd(t, "serve", "-addr", "127.0.0.1:0"))
+	addr := waitLine(t, p.stdout, "listening on ", p.exited, r.l.ready)
+	if code, body := get(t, "http://"+addr+"/"); code != 200 || !strings.HasPrefix(body, "hello from winproc-testapp (pid ") {
+		t.Errorf("GET /: %d %q", code, body)
+	}
+	if err := p.cmd.Process.Signal(stop.sig); err != nil {
+		t.Fatal(err)
+	}
+	if code := p.wait(t, 10*time.Second); code != 0 {
+		t.Errorf("exit status %d, want 0 (stderr %q)", code, p.stderr)
+	}
+	out := p.stdout.String()
+	if !strings.Contains(out, " GET / 200 ") || !strings.HasSuffix(out, "\nstopping: "+stop.want+"\nexiting with status 0\n") {
+		t.Errorf("stdout %q, want the request logged, then stopping: %s and the exit status", out, stop.want)
 	}
 }

@@ -1,11 +1,14 @@
 //go:build linux
 
-// Package emulatednode runs an emulated Windows node on Linux: the pinned
-// containerd, configured by the project's own generator, with
+// Package emulatednode is the emulated Windows node itself, on Linux: the
+// pinned containerd, configured by the project's own generator, with
 // winproc-snapshotter serving the windowsfilter snapshotter and differ and
-// the shim's emulation backend running compute systems under Wine. The
-// integration tests (integration/node) and `make demo` share it; each adds
-// its own reporting (test failures, the demo's transcript).
+// the shim's emulation backend running compute systems under Wine. It
+// knows nothing of tests: the integration tests reach it through
+// integration/node, which ties a node to a test, and `make demo` runs it
+// directly; each adds its own reporting (test failures, the demo's
+// transcript). The Windows node under Wine, where the Windows builds run,
+// is integration/winenode.
 package emulatednode
 
 import (

@@ -1,10 +1,13 @@
 //go:build linux
 
-// Package node runs an emulated Windows node for integration tests: the
-// pinned containerd, configured by the project's own config generator, with
-// winproc-snapshotter serving the windowsfilter snapshotter and differ.
-// Everything it starts lives in one temporary directory and is stopped,
-// unmounted and removed when the test ends, pass or fail.
+// Package node is the integration tests' side of the emulated node: it
+// starts an integration/emulatednode node for one test (skipping the test
+// when the pinned tools are not there, failing it on errors) and removes it
+// when the test ends, pass or fail, and it holds what the tests need beside
+// it: leak checks of a task (Leaks), a direct connection to a shim's task
+// API, and the HCS document's differential corpus (CorpusPods, also used by
+// the Windows node's tests, integration/winenode). The node itself, which
+// `make demo` runs too, is integration/emulatednode's.
 package node
 
 import (

@@ -3,8 +3,6 @@
 package winenode
 
 import (
-	"encoding/json"
-	"fmt"
 	"os"
 	"path/filepath"
 	"regexp"
@@ -37,79 +35,62 @@ func TestWriteWindowsCRISpecCorpus(t *testing.T) {
 	n := startNodeWith(t, Options{Standins: true, Sandboxer: "podsandbox", DefaultHandler: true})
 	importTree(t, n, appImage, HostBuild+".1", "winproc-testapp.exe")
 	importTree(t, n, PauseImage, HostBuild+".1", "pause.exe")
+	node.WriteCorpus(t, node.CorpusWriter{
+		Dir: dir,
+		CRI: corpusCRI{n},
+		App: `C:\winproc-testapp.exe`,
+		MakeHostDir: func(t *testing.T, name string) string {
+			d := filepath.Join(t.TempDir(), name)
+			if err := os.MkdirAll(d, 0o755); err != nil {
+				t.Fatal(err)
+			}
+			return WindowsPath(d)
+		},
+		Rewrite: volumePath,
+		// Wine has no virtual disks: the snapshotter cannot grow a
+		// scratch's sandbox.vhdx to a rootfs size here.
+		Skip: func(name string) bool { return name == "rootfs-size" },
+		Envs: []map[string]string{{"key": "GREETING", "value": "from CRI"}},
+	})
+}
 
-	hostDirs := map[string]string{}
-	hostDir := func(name string) string {
-		d := filepath.Join(t.TempDir(), name)
-		if err := os.MkdirAll(d, 0o755); err != nil {
-			t.Fatal(err)
-		}
-		hostDirs[WindowsPath(d)] = `C:\hostdata\` + name
-		return WindowsPath(d)
-	}
-	written := 0
-	write := func(name string, spec json.RawMessage) {
-		s := string(spec)
-		for host, win := range hostDirs {
-			esc := func(p string) string { return strings.ReplaceAll(p, `\`, `\\`) }
-			s = strings.ReplaceAll(s, esc(host), esc(win))
-			// containerd.exe gives a mount's source as its final path,
-			// which Wine names on its Z: volume, \\?\Volume{...}\tmp\...
-			final := regexp.MustCompile(regexp.QuoteMeta(esc(`\\?\Volume{`)) + `[0-9a-fA-F-]+` + regexp.QuoteMeta(esc(`}`+strings.TrimPrefix(host, "Z:"))))
-			s = final.ReplaceAllLiteralString(s, esc(win))
-		}
-		if err := node.WriteCorpusSpec(dir, name, s); err != nil {
-			t.Fatal(err)
-		}
-		written++
-	}
-	runtimeSpec := func(verb, id string) json.RawMessage {
-		spec, err := node.RuntimeSpec([]byte(criRun(t, n, verb, "-o", "json", id)))
-		if err != nil {
-			t.Fatalf("crictl %s %s: %v", verb, id, err)
-		}
-		return spec
-	}
+// volumePath rewrites host path host (Z:\tmp\...) into win where spec
+// names it by its final path: containerd.exe gives a mount's source so,
+// which Wine names on its Z: volume, \\?\Volume{...}\tmp\...
+func volumePath(spec, host, win string) string {
+	esc := func(p string) string { return strings.ReplaceAll(p, `\`, `\\`) }
+	final := regexp.MustCompile(regexp.QuoteMeta(esc(`\\?\Volume{`)) + `[0-9a-fA-F-]+` + regexp.QuoteMeta(esc(`}`+strings.TrimPrefix(host, "Z:"))))
+	return final.ReplaceAllLiteralString(spec, esc(win))
+}
 
-	ctrs := node.CorpusContainers(hostDir, `C:\winproc-testapp.exe`)
-	for pi, p := range node.CorpusPods {
-		cfg := map[string]any{
-			"metadata":      map[string]any{"name": "corpus-" + p.Name, "namespace": "default", "uid": "uid-corpus-" + p.Name},
-			"hostname":      "corpus-" + p.Name,
-			"log_directory": WindowsPath(t.TempDir()),
-			"dns_config":    map[string]any{"servers": []string{"10.0.0.10"}, "searches": []string{"default.svc.cluster.local"}},
-		}
-		for k, v := range p.Extra {
-			cfg[k] = v
-		}
-		podCfg := criJSON(t, p.Name+"-pod.json", cfg)
-		pod := criRun(t, n, "runp", podCfg)
-		write("pod-"+p.Name, runtimeSpec("inspectp", pod))
-		// Every container in the plain pod; the app and a third of the
-		// others in each other pod.
-		for i, c := range ctrs {
-			// Wine has no virtual disks: the snapshotter cannot grow a
-			// scratch's sandbox.vhdx to a rootfs size here.
-			if c.Name == "rootfs-size" || !node.CorpusIncludes(pi, i, c.Name) {
-				continue
-			}
-			name := fmt.Sprintf("%s-%s", p.Name, c.Name)
-			extra := c.Extra()
-			if extra == nil {
-				extra = map[string]any{}
-			}
-			if _, ok := extra["command"]; !ok {
-				extra["command"] = []string{`C:\winproc-testapp.exe`, "serve"}
-			}
-			if _, ok := extra["envs"]; !ok {
-				extra["envs"] = []map[string]string{{"key": "GREETING", "value": "from CRI"}}
-			}
-			id := criCreatePod(t, n, pod, podCfg, name, extra)
-			write("ctr-"+name, runtimeSpec("inspect", id))
-			criRun(t, n, "rm", id)
-		}
-		criRun(t, n, "stopp", pod)
-		criRun(t, n, "rmp", pod)
+// corpusCRI is containerd.exe's Windows CRI, through crictl.exe.
+type corpusCRI struct{ n *Node }
+
+func (c corpusCRI) RunPod(t *testing.T, p node.CorpusPod) (string, string) {
+	cfg := map[string]any{
+		"metadata":      map[string]any{"name": "corpus-" + p.Name, "namespace": "default", "uid": "uid-corpus-" + p.Name},
+		"hostname":      "corpus-" + p.Name,
+		"log_directory": WindowsPath(t.TempDir()),
+		"dns_config":    map[string]any{"servers": []string{"10.0.0.10"}, "searches": []string{"default.svc.cluster.local"}},
 	}
-	t.Logf("wrote %d specs to %s", written, dir)
+	for k, v := range p.Extra {
+		cfg[k] = v
+	}
+	podCfg := criJSON(t, p.Name+"-pod.json", cfg)
+	return criRun(t, c.n, "runp", podCfg), podCfg
+}
+
+func (c corpusCRI) CreateContainer(t *testing.T, pod, podConfig, name string, extra map[string]any) string {
+	return criCreatePod(t, c.n, pod, podConfig, name, extra)
+}
+
+func (c corpusCRI) Inspect(t *testing.T, verb, id string) []byte {
+	return []byte(criRun(t, c.n, verb, "-o", "json", id))
+}
+
+func (c corpusCRI) RemoveContainer(t *testing.T, id string) { criRun(t, c.n, "rm", id) }
+
+func (c corpusCRI) RemovePod(t *testing.T, id string) {
+	criRun(t, c.n, "stopp", id)
+	criRun(t, c.n, "rmp", id)
 }

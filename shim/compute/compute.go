@@ -120,8 +120,8 @@ func (s Signal) String() string {
 }
 
 // Process is a process running in a System. Its methods are safe for
-// concurrent use. Signal, Kill, ResizeConsole and CloseStdin on a process
-// that has exited fail with errdefs.ErrNotFound.
+// concurrent use. Signal, Kill and ResizeConsole on a process that has
+// exited fail with errdefs.ErrNotFound.
 //
 // The backend copies ProcessSettings.Stdin into the process, and the
 // process's output into ProcessSettings.Stdout and Stderr. When Stdin
@@ -143,8 +143,6 @@ type Process interface {
 	ExitCode() (int, error)
 	// ResizeConsole resizes the pseudo console of a Terminal process.
 	ResizeConsole(ctx context.Context, width, height uint16) error
-	// CloseStdin closes the process's stdin, so it reads EOF.
-	CloseStdin(ctx context.Context) error
 	// Close releases the backend's handles on the process and stops the
 	// copying of its streams. It neither kills nor waits.
 	Close() error

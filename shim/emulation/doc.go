@@ -100,7 +100,7 @@
 // in raw mode (Wine runs its conhost.exe on it, which draws with VT escape
 // sequences; the kernel must not cook, echo or flush what is typed);
 // ResizeConsole resizes it. A console has no end of input of its own: at
-// the end of Stdin, and at CloseStdin, a terminal process is sent Ctrl-Z
+// the end of Stdin a terminal process is sent Ctrl-Z
 // and Enter, which a program reading its console line by line takes as EOF,
 // and forwarding stops.
 //

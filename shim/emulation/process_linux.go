@@ -46,7 +46,7 @@ type process struct {
 	exitRecord *os.File
 
 	stdinOnce   sync.Once
-	stdinClosed chan struct{} // closed by CloseStdin (Terminal: stops forwarding)
+	stdinClosed chan struct{} // closed when stdin ends (Terminal: stops forwarding)
 	closeOnce   sync.Once
 	done        chan struct{}
 	doneOnce    sync.Once
@@ -455,14 +455,6 @@ func (p *process) ResizeConsole(ctx context.Context, width, height uint16) error
 	if err := resizePty(p.pty, width, height); err != nil {
 		return fmt.Errorf("emulation: resize console of process %d: %w", p.pid, err)
 	}
-	return nil
-}
-
-func (p *process) CloseStdin(ctx context.Context) error {
-	if p.exited() {
-		return p.gone()
-	}
-	p.endStdin()
 	return nil
 }
 

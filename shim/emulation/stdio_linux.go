@@ -108,7 +108,7 @@ func (p *process) startCopiers(ps *compute.ProcessSettings) {
 	}
 	if ps.Stdin != nil {
 		// The stdin copier ends when Stdin reaches EOF or fails, or at the
-		// first write after the process's stdin was closed (CloseStdin,
+		// first write after the process's stdin was closed (its end,
 		// Close, or the process's exit). A Stdin that never returns from
 		// Read keeps it until the caller closes Stdin.
 		go p.copyStdin(ps.Stdin)

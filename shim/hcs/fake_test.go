@@ -11,6 +11,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/winproc/winproc/internal/testwait"
 	"github.com/winproc/winproc/internal/winetest"
 	"github.com/winproc/winproc/shim/hcs/schema2"
 )
@@ -903,22 +904,5 @@ func testBackend(t *testing.T) (*Backend, *fakeAPI) {
 	return b, a
 }
 
-// within fails the test unless ch closes within a second.
-func within(t *testing.T, ch <-chan struct{}, what string) {
-	t.Helper()
-	select {
-	case <-ch:
-	case <-time.After(2 * time.Second):
-		t.Fatalf("%s did not happen", what)
-	}
-}
-
-// notWithin fails the test if ch closes within d.
-func notWithin(t *testing.T, ch <-chan struct{}, d time.Duration, what string) {
-	t.Helper()
-	select {
-	case <-ch:
-		t.Fatalf("%s happened too early", what)
-	case <-time.After(d):
-	}
-}
+// within and notWithin wait as every package's tests do.
+var within, notWithin = testwait.Within, testwait.NotWithin

@@ -2,7 +2,6 @@ package hcs
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"io"
 	"sync"
@@ -265,40 +264,6 @@ func (p *process) ResizeConsole(ctx context.Context, width, height uint16) error
 		return p.fail("resize the console of", err)
 	}
 	return nil
-}
-
-// CloseStdin closes the process's stdin now: HCS's end (HcsModifyProcess)
-// and the
-// backend's end of the pipe. Input the stdin copy has not written yet is
-// dropped; a caller that wants it delivered ends its Stdin instead (EOF),
-// and the copy closes stdin itself once it has written everything.
-func (p *process) CloseStdin(ctx context.Context) error {
-	if err := p.check(); err != nil {
-		return err
-	}
-	if !p.relay.HasStdin() {
-		return nil
-	}
-	if err := p.relay.CloseStdin(); err != nil {
-		var ws []error
-		for _, e := range unjoin(err) {
-			if e != nil && !p.sys.b.api.facts(e).AlreadyClosed {
-				ws = append(ws, e)
-			}
-		}
-		if len(ws) > 0 {
-			return p.fail("close stdin of", errors.Join(ws...))
-		}
-	}
-	return nil
-}
-
-// unjoin lists the errors of an errors.Join.
-func unjoin(err error) []error {
-	if j, ok := err.(interface{ Unwrap() []error }); ok {
-		return j.Unwrap()
-	}
-	return []error{err}
 }
 
 // Close stops the copies and closes the process's pipes and its handle

@@ -85,10 +85,9 @@ func TestProcessRun(t *testing.T) {
 	// An exited process is NotFound for what needs it running.
 	ctx := context.Background()
 	for name, call := range map[string]func() error{
-		"Kill":       func() error { return p.Kill(ctx) },
-		"Signal":     func() error { return p.Signal(ctx, compute.CtrlC) },
-		"Resize":     func() error { return p.ResizeConsole(ctx, 1, 1) },
-		"CloseStdin": func() error { return p.CloseStdin(ctx) },
+		"Kill":   func() error { return p.Kill(ctx) },
+		"Signal": func() error { return p.Signal(ctx, compute.CtrlC) },
+		"Resize": func() error { return p.ResizeConsole(ctx, 1, 1) },
 	} {
 		if err := call(); !errdefs.IsNotFound(err) {
 			t.Errorf("%s after exit = %v, want NotFound", name, err)
@@ -224,34 +223,6 @@ func TestProcessResizeConsole(t *testing.T) {
 	_, _, _, p, fp = started(t, &compute.ProcessSettings{CommandLine: "x"})
 	if err := p.ResizeConsole(context.Background(), 1, 1); !errdefs.IsFailedPrecondition(err) {
 		t.Errorf("ResizeConsole without a console = %v", err)
-	}
-	fp.exit(0, nil)
-}
-
-func TestProcessCloseStdin(t *testing.T) {
-	stdinR, stdinW := io.Pipe()
-	defer stdinW.Close()
-	_, _, _, p, fp := started(t, &compute.ProcessSettings{CommandLine: "x", Stdin: stdinR})
-	if err := p.CloseStdin(context.Background()); err != nil {
-		t.Fatal(err)
-	}
-	if _, err := io.ReadAll(fp.stdinR); err != nil {
-		t.Errorf("process stdin after CloseStdin: %v", err)
-	}
-	if err := p.CloseStdin(context.Background()); err != nil {
-		t.Errorf("second CloseStdin = %v", err)
-	}
-	fp.mu.Lock()
-	if fp.stdinClose != 1 {
-		t.Errorf("HCS CloseStdin called %d times", fp.stdinClose)
-	}
-	fp.mu.Unlock()
-	fp.exit(0, nil)
-
-	// Without a stdin there is nothing to close.
-	_, _, _, p, fp = started(t, &compute.ProcessSettings{CommandLine: "x"})
-	if err := p.CloseStdin(context.Background()); err != nil {
-		t.Errorf("CloseStdin without stdin = %v", err)
 	}
 	fp.exit(0, nil)
 }

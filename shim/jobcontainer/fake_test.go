@@ -10,6 +10,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/winproc/winproc/internal/testwait"
 	"github.com/winproc/winproc/internal/winetest"
 )
 
@@ -866,22 +867,5 @@ func testBackendOn(t *testing.T, f *fakeHost) (*Backend, *fakeHost) {
 	return b, f
 }
 
-// within fails the test unless ch closes soon.
-func within(t *testing.T, ch <-chan struct{}, what string) {
-	t.Helper()
-	select {
-	case <-ch:
-	case <-time.After(3 * time.Second):
-		t.Fatalf("%s did not happen", what)
-	}
-}
-
-// notWithin fails the test if ch closes within d.
-func notWithin(t *testing.T, ch <-chan struct{}, d time.Duration, what string) {
-	t.Helper()
-	select {
-	case <-ch:
-		t.Fatalf("%s happened too early", what)
-	case <-time.After(d):
-	}
-}
+// within and notWithin wait as every package's tests do.
+var within, notWithin = testwait.Within, testwait.NotWithin

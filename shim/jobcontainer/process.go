@@ -223,18 +223,6 @@ func (p *process) ResizeConsole(ctx context.Context, width, height uint16) error
 	return err
 }
 
-// CloseStdin closes the process's stdin now: input the copy has not
-// written yet is dropped.
-func (p *process) CloseStdin(ctx context.Context) error {
-	if err := p.check(); err != nil {
-		return err
-	}
-	if err := p.relay.CloseStdin(); err != nil {
-		return p.fail("close stdin of", err)
-	}
-	return nil
-}
-
 // Close stops the copies and lets wait close the handles. It neither
 // kills nor waits, but a Terminal process that is still running ends:
 // wait closes its pseudo console with the handles, and ClosePseudoConsole

@@ -350,9 +350,6 @@ func TestProcessStdio(t *testing.T) {
 	if out.String() != "hello" {
 		t.Errorf("stdout %q", out.String())
 	}
-	if err := p.CloseStdin(context.Background()); !errdefs.IsNotFound(err) {
-		t.Errorf("CloseStdin after the exit = %v", err)
-	}
 }
 
 // A host without I/O accounting for jobs (Wine answers

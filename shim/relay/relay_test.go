@@ -11,6 +11,7 @@ import (
 	"github.com/containerd/log"
 
 	"github.com/winproc/winproc/internal/syncbuffer"
+	"github.com/winproc/winproc/internal/testwait"
 )
 
 // countingCloser counts Close calls of a pipe end.
@@ -136,22 +137,5 @@ func TestRelayCloseStdinErrors(t *testing.T) {
 	}
 }
 
-// within fails the test unless ch closes soon.
-func within(t *testing.T, ch <-chan struct{}, what string) {
-	t.Helper()
-	select {
-	case <-ch:
-	case <-time.After(2 * time.Second):
-		t.Fatalf("%s did not happen", what)
-	}
-}
-
-// notWithin fails the test if ch closes within d.
-func notWithin(t *testing.T, ch <-chan struct{}, d time.Duration, what string) {
-	t.Helper()
-	select {
-	case <-ch:
-		t.Fatalf("%s happened too early", what)
-	case <-time.After(d):
-	}
-}
+// within and notWithin wait as every package's tests do.
+var within, notWithin = testwait.Within, testwait.NotWithin

@@ -28,8 +28,10 @@ const (
 )
 
 // checkBuild refuses layer when every image manifest that lists it was built
-// for a Windows build this host cannot run. A layer no manifest claims, or
-// one whose images declare no os.version, is let through with a warning: the
+// for a Windows build this host cannot run: the build winbuild.ImageOSVersion
+// gives, its config's os.version, else that of an index entry listing the
+// manifest, as winimage/resolve judges it for the shim. A layer no manifest
+// claims, or one whose images say no build, is let through with a warning: the
 // shim checks again, with the image in hand, when it creates the container.
 // Apply then refuses only a layer that holds a Windows base
 // (refuseBaseLayer).
@@ -42,7 +44,7 @@ func (d *Differ) checkBuild(ctx context.Context, layer digest.Digest) error {
 		if !listsLayer(info.Labels, layer) {
 			return nil
 		}
-		osVersion, err := d.configOSVersion(ctx, digest.Digest(info.Labels[gcConfigLabel]))
+		osVersion, err := d.imageOSVersion(ctx, info)
 		if err != nil {
 			return err
 		}
@@ -75,6 +77,60 @@ func listsLayer(labels map[string]string, layer digest.Digest) bool {
 	return false
 }
 
+// imageOSVersion is the build the image of manifest was made for
+// (winbuild.ImageOSVersion): its config's os.version, else the os.version
+// of the first index entry that lists the manifest and names one.
+func (d *Differ) imageOSVersion(ctx context.Context, manifest content.Info) (string, error) {
+	config, err := d.configOSVersion(ctx, digest.Digest(manifest.Labels[gcConfigLabel]))
+	if err != nil || config != "" {
+		return config, err
+	}
+	entry, err := d.entryOSVersion(ctx, manifest.Digest)
+	if err != nil {
+		return "", err
+	}
+	return winbuild.ImageOSVersion(config, entry), nil
+}
+
+// entryOSVersion is the os.version of the first index entry for manifest
+// that names one: containerd labels an index with the manifests it lists.
+func (d *Differ) entryOSVersion(ctx context.Context, manifest digest.Digest) (string, error) {
+	var version string
+	err := d.content.Walk(ctx, func(info content.Info) error {
+		if version != "" || !listsManifest(info.Labels, manifest) {
+			return nil
+		}
+		b, err := content.ReadBlob(ctx, d.content, ocispec.Descriptor{Digest: info.Digest})
+		if err != nil {
+			return fmt.Errorf("read image index %s: %w", info.Digest, err)
+		}
+		var index ocispec.Index
+		if err := json.Unmarshal(b, &index); err != nil {
+			return fmt.Errorf("decode image index %s: %w", info.Digest, err)
+		}
+		for _, e := range index.Manifests {
+			if e.Digest == manifest && e.Platform != nil && e.Platform.OSVersion != "" {
+				version = e.Platform.OSVersion
+				return nil
+			}
+		}
+		return nil
+	})
+	if err != nil {
+		return "", fmt.Errorf("find the image indexes of manifest %s: %w", manifest, err)
+	}
+	return version, nil
+}
+
+func listsManifest(labels map[string]string, manifest digest.Digest) bool {
+	for k, v := range labels {
+		if strings.HasPrefix(k, gcManifestLabel) && v == manifest.String() {
+			return true
+		}
+	}
+	return false
+}
+
 func (d *Differ) configOSVersion(ctx context.Context, config digest.Digest) (string, error) {
 	if config == "" {
 		return "", nil
@@ -95,10 +151,8 @@ func (d *Differ) configOSVersion(ctx context.Context, config digest.Digest) (str
 func (d *Differ) imageName(ctx context.Context, manifest digest.Digest) string {
 	targets := []digest.Digest{manifest}
 	_ = d.content.Walk(ctx, func(info content.Info) error {
-		for k, v := range info.Labels {
-			if strings.HasPrefix(k, gcManifestLabel) && v == manifest.String() {
-				targets = append(targets, info.Digest)
-			}
+		if listsManifest(info.Labels, manifest) {
+			targets = append(targets, info.Digest)
 		}
 		return nil
 	})

@@ -155,14 +155,28 @@ func (f *fixture) tarball(t *testing.T, files map[string]string, opts ...layerta
 // way containerd's pull and import label them.
 func (f *fixture) image(t *testing.T, name, osVersion string, layer ocispec.Descriptor) {
 	t.Helper()
+	f.records[f.manifest(t, osVersion, layer).Digest] = name
+}
+
+// indexedImage records an index whose one entry, for a manifest listing
+// layer with a config for configVersion, names entryVersion.
+func (f *fixture) indexedImage(t *testing.T, name, configVersion, entryVersion string, layer ocispec.Descriptor) {
+	t.Helper()
+	m := f.manifest(t, configVersion, layer)
+	m.Platform = &ocispec.Platform{OS: "windows", Architecture: "amd64", OSVersion: entryVersion}
+	idx, _ := json.Marshal(ocispec.Index{Manifests: []ocispec.Descriptor{m}})
+	f.records[f.write(t, ocispec.MediaTypeImageIndex, idx, map[string]string{gcManifestLabel + "0": m.Digest.String()}).Digest] = name
+}
+
+func (f *fixture) manifest(t *testing.T, osVersion string, layer ocispec.Descriptor) ocispec.Descriptor {
+	t.Helper()
 	cfg, _ := json.Marshal(ocispec.Image{Platform: ocispec.Platform{OS: "windows", Architecture: "amd64", OSVersion: osVersion}})
 	cfgDesc := f.write(t, ocispec.MediaTypeImageConfig, cfg, nil)
 	m, _ := json.Marshal(ocispec.Manifest{Config: cfgDesc, Layers: []ocispec.Descriptor{layer}})
-	mDesc := f.write(t, ocispec.MediaTypeImageManifest, m, map[string]string{
+	return f.write(t, ocispec.MediaTypeImageManifest, m, map[string]string{
 		gcConfigLabel:       cfgDesc.Digest.String(),
 		gcLayerPrefix + "0": layer.Digest.String(),
 	})
-	f.records[mDesc.Digest] = name
 }
 
 func (f *fixture) unpackMounts(t *testing.T, key string) []mount.Mount {
@@ -253,6 +267,7 @@ func TestApplyBuildCheck(t *testing.T) {
 	tests := []struct {
 		name     string
 		images   map[string]string // image name → os.version of images sharing the layer
+		entry    string            // if set, each image is an index whose entry names this build
 		base     bool              // the layer holds a Windows base (Hives/)
 		wantErr  string
 		refusing bool
@@ -271,6 +286,16 @@ func TestApplyBuildCheck(t *testing.T) {
 			refusing: true,
 			wantErr:  `image "example/app:1.0" is built for 10.0.17763 (ltsc2019); this host is 10.0.20348 (ltsc2022); process isolation needs an image for 10.0.20348 (ltsc2022)`,
 		},
+		// The build is winbuild.ImageOSVersion's, as the shim judges it.
+		{
+			name:     "ltsc2019 by its index entry on ltsc2022",
+			images:   map[string]string{"example/app:1.0": ""},
+			entry:    "10.0.17763.5820",
+			base:     true,
+			refusing: true,
+			wantErr:  `image "example/app:1.0" is built for 10.0.17763 (ltsc2019); this host is 10.0.20348 (ltsc2022); process isolation needs an image for 10.0.20348 (ltsc2022)`,
+		},
+		{name: "the config's build before the index entry's", images: map[string]string{"example/app:1.0": "10.0.20348.1"}, entry: "10.0.17763.5820", base: true},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
@@ -281,7 +306,11 @@ func TestApplyBuildCheck(t *testing.T) {
 			}
 			desc, _ := f.layer(t, map[string]string{"a.txt": tc.name}, opts...)
 			for name, v := range tc.images {
-				f.image(t, name, v, desc)
+				if tc.entry != "" {
+					f.indexedImage(t, name, v, tc.entry, desc)
+				} else {
+					f.image(t, name, v, desc)
+				}
 			}
 			mounts := f.unpackMounts(t, "1")
 			_, err := f.differ.Apply(f.ctx, desc, mounts)

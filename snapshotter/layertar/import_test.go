@@ -203,7 +203,14 @@ func checkExportedSample(t *testing.T, got []tarEntry) {
 		t.Fatalf("entries:\n got %q\nwant %q", g, want)
 	}
 	m := entryMap(got)
-	// Every PAX record of the input survives.
+	checkSampleTimesAndPAX(t, m)
+	checkSampleEntries(t, m)
+}
+
+// checkSampleTimesAndPAX checks that every PAX record and time of the
+// sample layer's entries survives in the export m.
+func checkSampleTimesAndPAX(t *testing.T, m map[string]tarEntry) {
+	t.Helper()
 	in := map[string]tEntry{}
 	for _, e := range sampleLayer() {
 		in[e.name] = e
@@ -245,7 +252,13 @@ func checkExportedSample(t *testing.T, got []tarEntry) {
 	if g := m["Files/Windows"]; !g.ModTime.Equal(time.Unix(1650000000, 42)) {
 		t.Errorf("dir mtime %v", g.ModTime)
 	}
-	// Defaults.
+}
+
+// checkSampleEntries checks the export m's entries of each kind: the
+// defaults a file and a directory get, links, a junction, an alternate
+// data stream, a large file and a whiteout.
+func checkSampleEntries(t *testing.T, m map[string]tarEntry) {
+	t.Helper()
 	if g := m["Files/Windows/System32/empty.dat"]; g.PAX[paxFileAttr] != "32" || g.PAX[paxCreationTime] == "" {
 		t.Errorf("empty.dat defaults: %v", g.PAX)
 	}

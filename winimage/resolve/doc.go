@@ -15,8 +15,9 @@
 // an entry's os.version with the host's on Windows), and reads a config's
 // platform only for an entry that has none.
 //
-// The build the image was made for is its config's os.version, the image's
-// own record of its base layers; when the config has none, it is the
+// The build the image was made for is winbuild.ImageOSVersion's, the rule
+// the differ's build check and winimage share: its config's os.version, the
+// image's own record of its base layers; when the config has none, the
 // os.version of the index entry the manifest was chosen by, the build the
 // image was published for. A target that is a manifest has only its
 // config's. winbuild.Check judges the result: an image that says its build

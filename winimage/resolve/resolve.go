@@ -64,10 +64,7 @@ func ForHost(ctx context.Context, store content.Provider, target ocispec.Descrip
 	if err := readJSON(ctx, store, "config", img.Manifest.Config, &img.Config); err != nil {
 		return Image{}, err
 	}
-	img.OSVersion = img.Config.OSVersion
-	if img.OSVersion == "" {
-		img.OSVersion = indexVersion
-	}
+	img.OSVersion = winbuild.ImageOSVersion(img.Config.OSVersion, indexVersion)
 	return img, nil
 }
 

@@ -205,10 +205,9 @@ type Process struct {
 	mu      sync.Mutex
 	Signals []compute.Signal
 	// SignalErr, when set, fails Signal.
-	SignalErr   error
-	Killed      bool
-	Closed      bool
-	StdinClosed bool // by CloseStdin
+	SignalErr error
+	Killed    bool
+	Closed    bool
 	// Stdin is what the process read from its standard input; StdinEOF
 	// is closed when that reached EOF.
 	Stdin    []byte
@@ -219,16 +218,14 @@ type Process struct {
 }
 
 // readStdin copies the process's standard input until EOF, as a backend
-// must; what arrives after CloseStdin is lost, as with a real pipe.
+// must.
 func (p *Process) readStdin(r io.Reader) {
 	defer close(p.StdinEOF)
 	buf := make([]byte, 4096)
 	for {
 		n, err := r.Read(buf)
 		p.mu.Lock()
-		if !p.StdinClosed {
-			p.Stdin = append(p.Stdin, buf[:n]...)
-		}
+		p.Stdin = append(p.Stdin, buf[:n]...)
 		p.mu.Unlock()
 		if err != nil {
 			return
@@ -282,13 +279,6 @@ func (p *Process) ExitCode() (int, error) {
 }
 
 func (p *Process) ResizeConsole(context.Context, uint16, uint16) error { return nil }
-
-func (p *Process) CloseStdin(context.Context) error {
-	p.mu.Lock()
-	defer p.mu.Unlock()
-	p.StdinClosed = true
-	return nil
-}
 
 func (p *Process) Close() error {
 	p.mu.Lock()
