@@ -68,10 +68,16 @@ func (b *Backend) unbindAll(places []string) (left []string, err error) {
 	return left, errors.Join(errs...)
 }
 
-// unbind removes the binding at root; none there is no error.
+// unbind removes the binding at root; none there is no error. The bind
+// filter answers ERROR_INVALID_PARAMETER for a root without a binding
+// (microsoft/go-winio#274): one never made (a Create that failed before
+// it) or gone with a reboot, as bindings do not survive one. containerd's
+// Unmount (core/mount/mount_windows.go) tolerates it and ERROR_NOT_FOUND
+// alike.
 func (b *Backend) unbind(root string) error {
-	if err := b.host.unbind(root); err != nil && !b.host.facts(err).NotExist {
-		return classify(fmt.Sprintf("remove the binding at %s", root), err, b.host.facts(err))
+	err := b.host.unbind(root)
+	if f := b.host.facts(err); err != nil && !f.NotExist && !f.InvalidParameter {
+		return classify(fmt.Sprintf("remove the binding at %s", root), err, f)
 	}
 	return nil
 }
