@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"regexp"
 	"strings"
 
 	"github.com/winproc/winproc/shim/compute"
@@ -81,6 +82,21 @@ func (b *Backend) unbind(root string) error {
 	}
 	return nil
 }
+
+// filterSource is a binding's source as BfSetupFilter takes it: a volume
+// named by its GUID alone gets its root's separator (a volume is bound by
+// its root, as go-winio's ApplyFileBinding binds it); anything else, a
+// file or directory on such a volume included, is passed unchanged, as
+// hcsshim's job containers pass it.
+func filterSource(source string) string {
+	if volumeGUIDPath.MatchString(source) {
+		return source + `\`
+	}
+	return source
+}
+
+// volumeGUIDPath is a volume's GUID name without its root's separator.
+var volumeGUIDPath = regexp.MustCompile(`(?i)^\\\\[?.]\\Volume\{[0-9a-f-]{36}\}$`)
 
 // parentDir is the directory of a Windows path.
 func parentDir(p string) string { return p[:strings.LastIndex(p, `\`)] }

@@ -291,3 +291,35 @@ func (f *fakeHost) unbind(root string) error {
 	}
 	return nil
 }
+
+// The kubelet mounts every container's termination log, a file named
+// through its volume's GUID: the adapter is handed the source unchanged,
+// and filterSource keeps it unchanged (a separator after it would make
+// the bind filter look the file up as a directory), adding one only to a
+// volume named alone, as go-winio binds a volume.
+func TestFileSourceBound(t *testing.T) {
+	const logFile = `\\?\Volume{6a3c1f60-1d2b-4a57-9c11-0f9e5b2d7a41}\var\lib\kubelet\pods\p1\containers\c\0`
+	b, f := bindBackend(t)
+	s := bindSettings()
+	s.MappedDirectories = append(s.MappedDirectories, compute.MappedDirectory{HostPath: logFile, ContainerPath: `C:\dev\termination-log`})
+	sys, err := b.Create(context.Background(), "c1", s)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { stopped(t, sys); sys.Close() })
+	if want := `bind C:\hpc\c1\dev\termination-log ` + logFile + ` false`; !strings.Contains(strings.Join(f.callList(), "\n"), want) {
+		t.Errorf("calls %q: want %q", f.callList(), want)
+	}
+	for _, tc := range []struct{ source, want string }{
+		{logFile, logFile},
+		{`\\?\Volume{6a3c1f60-1d2b-4a57-9c11-0f9e5b2d7a41}`, `\\?\Volume{6a3c1f60-1d2b-4a57-9c11-0f9e5b2d7a41}\`},
+		{`\\?\Volume{6a3c1f60-1d2b-4a57-9c11-0f9e5b2d7a41}\`, `\\?\Volume{6a3c1f60-1d2b-4a57-9c11-0f9e5b2d7a41}\`},
+		{`\\?\Volume{6a3c1f60-1d2b-4a57-9c11-0f9e5b2d7a41}\data`, `\\?\Volume{6a3c1f60-1d2b-4a57-9c11-0f9e5b2d7a41}\data`},
+		{`C:\var\log\app.log`, `C:\var\log\app.log`},
+		{`C:\data`, `C:\data`},
+	} {
+		if got := filterSource(tc.source); got != tc.want {
+			t.Errorf("filterSource(%s) = %s, want %s", tc.source, got, tc.want)
+		}
+	}
+}
