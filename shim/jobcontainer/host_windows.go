@@ -84,7 +84,7 @@ func (windowsHost) bind(root, source string, readOnly bool) error {
 	}
 	hr, _, _ := syscall.SyscallN(procBfSetupFilter.Addr(), 0, uintptr(flags), uintptr(unsafe.Pointer(r)), uintptr(unsafe.Pointer(s)), 0, 0)
 	if err := hresultError(hr); err != nil {
-		return fmt.Errorf("bind %s at %s: %w", source, root, err)
+		return fmt.Errorf("BfSetupFilter(%s, %s): %w", root, source, err)
 	}
 	return nil
 }
