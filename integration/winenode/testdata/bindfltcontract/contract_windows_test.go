@@ -309,13 +309,17 @@ func mapping(t *testing.T, root string) (bindfilter.BindMapping, bool) {
 }
 
 // Mappings live in the bind filter driver and do not survive a reboot:
-// after the node's simulated one (the boot file deleted) the mapping is
-// neither listed nor removable (ERROR_INVALID_PARAMETER), and the root
-// shows what it shadowed.
+// after the node's simulated one (the boot file deleted) a mapping is
+// neither listed nor removable (ERROR_INVALID_PARAMETER), a mapping under
+// another's root (a mount under a container's rootfs) included, and the
+// root shows what it shadowed.
 func TestRebootDropsMappings(t *testing.T) {
 	source, root := dirs(t)
+	other, _ := dirs(t)
 	write(t, filepath.Join(root, "own.txt"), "the root's own")
 	bind(t, root, source)
+	nested := filepath.Join(root, "nested")
+	bind(t, nested, other)
 	if err := os.Remove(bootFile); err != nil {
 		t.Fatalf("simulate a reboot: %v", err)
 	}
@@ -325,7 +329,9 @@ func TestRebootDropsMappings(t *testing.T) {
 	if got := read(filepath.Join(root, "own.txt")); got != "the root's own" {
 		t.Errorf("after a reboot the root's own file reads %q", got)
 	}
-	if err := bindfilter.RemoveFileBinding(root); !errors.Is(err, windows.ERROR_INVALID_PARAMETER) {
-		t.Errorf("RemoveFileBinding after a reboot = %v, want ERROR_INVALID_PARAMETER", err)
+	for _, r := range []string{nested, root} {
+		if err := bindfilter.RemoveFileBinding(r); !errors.Is(err, windows.ERROR_INVALID_PARAMETER) {
+			t.Errorf("RemoveFileBinding(%s) after a reboot = %v, want ERROR_INVALID_PARAMETER", r, err)
+		}
 	}
 }

@@ -42,7 +42,8 @@
  *  - Mappings do not survive a reboot (they live in the driver): the node
  *    simulates one by deleting the boot file (BOOT_FILE); the next call
  *    into the stand-in, from any process, drops every mapping made before
- *    it, so each root shows what it shadowed.
+ *    it (the deepest roots first, as one under another's root is reached
+ *    through it), so each root shows what it shadowed.
  *
  * How: a mapping is a Linux symbolic link at the root, which Wine follows
  * (Wine gives Windows code no link a Linux program sees, standin.h); what
@@ -63,6 +64,7 @@
  * once by every process (a reboot is seen at the next call).
  */
 #include "standin.h"
+#include <stdlib.h>
 
 #define BINDFLT_FLAG_NO_MULTIPLE_TARGETS 0x40
 #define BINDFLT_GET_MAPPINGS_FLAG_VOLUME 0x1
@@ -171,19 +173,55 @@ static void for_each_mapping(void (*fn)(const WCHAR *, const struct mapping *, v
     FindClose(find);
 }
 
-static void drop_one(const WCHAR *state, const struct mapping *m, void *arg)
+/* A listing gathers the mappings on one volume (all with no volume). */
+struct listing {
+    WCHAR volume[MAX_PATH];
+    struct mapping *m;
+    ULONG n, cap;
+};
+
+static void list_one(const WCHAR *state, const struct mapping *m, void *arg)
 {
-    (void)arg;
-    drop(state, m);
+    struct listing *l = arg;
+    WCHAR volume[MAX_PATH];
+    struct mapping *grown;
+    (void)state;
+    if (l->volume[0] && (!GetVolumePathNameW(m->root, volume, MAX_PATH) || _wcsicmp(volume, l->volume)))
+        return;
+    if (l->n == l->cap) {
+        l->cap = l->cap ? 2 * l->cap : 8;
+        grown = l->m ? HeapReAlloc(GetProcessHeap(), 0, l->m, l->cap * sizeof *grown)
+                     : HeapAlloc(GetProcessHeap(), 0, l->cap * sizeof *grown);
+        if (!grown)
+            return;
+        l->m = grown;
+    }
+    l->m[l->n++] = *m;
+}
+
+static int deepest_first(const void *a, const void *b)
+{
+    return (int)wcslen(((const struct mapping *)b)->root) - (int)wcslen(((const struct mapping *)a)->root);
 }
 
 /* boot drops the mappings of a boot before the last: the node deletes
- * BOOT_FILE to simulate a reboot. */
+ * BOOT_FILE to simulate a reboot. A mapping under another's root (a
+ * mount under a container's rootfs) is reached through it, so the
+ * deepest go first. */
 static void boot(void)
 {
+    struct listing l = {{0}};
+    WCHAR state[MAX_PATH];
+    ULONG i;
     if (GetFileAttributesW(BOOT_FILE) != INVALID_FILE_ATTRIBUTES)
         return;
-    for_each_mapping(drop_one, NULL);
+    for_each_mapping(list_one, &l);
+    qsort(l.m, l.n, sizeof *l.m, deepest_first);
+    for (i = 0; i < l.n; i++) {
+        standin_state_file(L"mappings", l.m[i].root, state, MAX_PATH);
+        drop(state, &l.m[i]);
+    }
+    HeapFree(GetProcessHeap(), 0, l.m);
     CreateDirectoryW(STANDIN_STATE, NULL);
     standin_write(BOOT_FILE, L"booted");
 }
@@ -292,32 +330,6 @@ HRESULT WINAPI BfRemoveMapping(HANDLE job, const WCHAR *root)
     if (!read_mapping(state, &m))
         return E_INVALID_PARAMETER;
     return drop(state, &m);
-}
-
-/* A listing gathers the mappings on one volume for BfGetMappings. */
-struct listing {
-    WCHAR volume[MAX_PATH];
-    struct mapping *m;
-    ULONG n, cap;
-};
-
-static void list_one(const WCHAR *state, const struct mapping *m, void *arg)
-{
-    struct listing *l = arg;
-    WCHAR volume[MAX_PATH];
-    struct mapping *grown;
-    (void)state;
-    if (!GetVolumePathNameW(m->root, volume, MAX_PATH) || _wcsicmp(volume, l->volume))
-        return;
-    if (l->n == l->cap) {
-        l->cap = l->cap ? 2 * l->cap : 8;
-        grown = l->m ? HeapReAlloc(GetProcessHeap(), 0, l->m, l->cap * sizeof *grown)
-                     : HeapAlloc(GetProcessHeap(), 0, l->cap * sizeof *grown);
-        if (!grown)
-            return;
-        l->m = grown;
-    }
-    l->m[l->n++] = *m;
 }
 
 /* put_name writes a name at *at (bytes from buf) and its length and
