@@ -18,11 +18,19 @@ var standinDLLs = []string{"vmcompute.dll", "bindfltapi.dll", "computecore.dll",
 // BuildStandins builds the stand-in DLLs with MinGW into dir.
 func BuildStandins(dir string) error {
 	for _, dll := range standinDLLs {
-		src := filepath.Join("testdata", "standins", strings.TrimSuffix(dll, ".dll")+".c")
-		cc := exec.Command("x86_64-w64-mingw32-gcc", "-O2", "-Wall", "-Werror", "-shared", "-o", filepath.Join(dir, dll), src, "-lole32")
-		if out, err := cc.CombinedOutput(); err != nil {
-			return errors.Join(fmt.Errorf("build the stand-in %s: %w", dll, err), errors.New(string(out)))
+		if err := BuildStandin(dll, filepath.Join(dir, dll)); err != nil {
+			return err
 		}
+	}
+	return nil
+}
+
+// BuildStandin builds the stand-in dll with MinGW as out.
+func BuildStandin(dll, out string) error {
+	src := filepath.Join("testdata", "standins", strings.TrimSuffix(dll, ".dll")+".c")
+	cc := exec.Command("x86_64-w64-mingw32-gcc", "-O2", "-Wall", "-Werror", "-shared", "-o", out, src, "-lole32")
+	if b, err := cc.CombinedOutput(); err != nil {
+		return errors.Join(fmt.Errorf("build the stand-in %s: %w", dll, err), errors.New(string(b)))
 	}
 	return nil
 }

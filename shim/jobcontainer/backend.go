@@ -37,8 +37,9 @@ type host interface {
 	remove(path string) error
 	// bindFilter reports whether the host has the bind filter's API,
 	// bindfltapi.dll; bind and unbind are its BfSetupFilter and
-	// BfRemoveMapping for the whole host (go-winio's pkg/bindfilter).
-	// Unbinding a root without a binding is ERROR_NOT_FOUND.
+	// BfRemoveMapping for the whole host, a second binding at a root
+	// refused. Unbinding a root without a binding is
+	// ERROR_INVALID_PARAMETER (microsoft/go-winio#274).
 	bindFilter() bool
 	bind(root, source string, readOnly bool) error
 	unbind(root string) error

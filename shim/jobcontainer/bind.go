@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"regexp"
 	"strings"
 
 	"github.com/winproc/winproc/shim/compute"
@@ -68,13 +69,34 @@ func (b *Backend) unbindAll(places []string) (left []string, err error) {
 	return left, errors.Join(errs...)
 }
 
-// unbind removes the binding at root; none there is no error.
+// unbind removes the binding at root; none there is no error. The bind
+// filter answers ERROR_INVALID_PARAMETER for a root without a binding
+// (microsoft/go-winio#274): one never made (a Create that failed before
+// it) or gone with a reboot, as bindings do not survive one. containerd's
+// Unmount (core/mount/mount_windows.go) tolerates it and ERROR_NOT_FOUND
+// alike.
 func (b *Backend) unbind(root string) error {
-	if err := b.host.unbind(root); err != nil && !b.host.facts(err).NotExist {
-		return classify(fmt.Sprintf("remove the binding at %s", root), err, b.host.facts(err))
+	err := b.host.unbind(root)
+	if f := b.host.facts(err); err != nil && !f.NotExist && !f.InvalidParameter {
+		return classify(fmt.Sprintf("remove the binding at %s", root), err, f)
 	}
 	return nil
 }
+
+// filterSource is a binding's source as BfSetupFilter takes it: a volume
+// named by its GUID alone gets its root's separator (a volume is bound by
+// its root, as go-winio's ApplyFileBinding binds it); anything else, a
+// file or directory on such a volume included, is passed unchanged, as
+// hcsshim's job containers pass it.
+func filterSource(source string) string {
+	if volumeGUIDPath.MatchString(source) {
+		return source + `\`
+	}
+	return source
+}
+
+// volumeGUIDPath is a volume's GUID name without its root's separator.
+var volumeGUIDPath = regexp.MustCompile(`(?i)^\\\\[?.]\\Volume\{[0-9a-f-]{36}\}$`)
 
 // parentDir is the directory of a Windows path.
 func parentDir(p string) string { return p[:strings.LastIndex(p, `\`)] }

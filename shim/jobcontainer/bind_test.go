@@ -3,6 +3,7 @@ package jobcontainer
 import (
 	"context"
 	"errors"
+	"fmt"
 	"reflect"
 	"strconv"
 	"strings"
@@ -76,9 +77,9 @@ func TestCreateWithBindFilter(t *testing.T) {
 	}
 }
 
-// A failed binding undoes what Create did; a mapped directory bound
-// already (left by a container of the same id) is refused as
-// AlreadyExists.
+// A failed binding undoes what Create did, the bindings it never made
+// included (the filter answers ERROR_INVALID_PARAMETER for those); the
+// error keeps its class.
 func TestCreateBindFails(t *testing.T) {
 	for _, tc := range []struct {
 		name  string
@@ -145,6 +146,64 @@ func TestUnbindFailsThenOpenReleases(t *testing.T) {
 	}
 }
 
+// After a reboot (bindings do not survive one) a record names bindings
+// the filter no longer has, and removing one answers
+// ERROR_INVALID_PARAMETER (microsoft/go-winio#274): the record, the
+// scratch and the rest are still released by the shim's delete (Open),
+// by the next Create of the id and by doctor -fix (RemoveOrphan).
+func TestReleaseAfterReboot(t *testing.T) {
+	ctx := context.Background()
+	for _, tc := range []struct {
+		name    string
+		release func(*Backend) error
+	}{
+		{"delete", func(b *Backend) error {
+			if _, err := b.Open(ctx, "c1"); !errdefs.IsNotFound(err) {
+				return fmt.Errorf("Open = %v, want NotFound", err)
+			}
+			return nil
+		}},
+		{"next create", func(b *Backend) error {
+			s, err := b.Create(ctx, "c1", bindSettings())
+			if err != nil {
+				return err
+			}
+			stopped(t, s)
+			return s.Close()
+		}},
+		{"doctor -fix", func(b *Backend) error {
+			orphans, err := b.FindOrphans(ctx, nil)
+			if err != nil || len(orphans) != 1 {
+				return fmt.Errorf("FindOrphans = %+v, %v", orphans, err)
+			}
+			return b.RemoveOrphan(ctx, orphans[0])
+		}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			b, f := bindBackend(t)
+			left := held{ID: "c1", Scratch: `C:\snapshots\old`, MountPoint: `C:\hpc\c1`, Bindings: []string{`C:\hpc\c1\var\data`}, Shim: record.Shim{PID: 1 << 30, Start: 1}}
+			if err := b.records.Write("c1", left); err != nil {
+				t.Fatal(err)
+			}
+			if err := tc.release(b); err != nil {
+				t.Fatal(err)
+			}
+			if _, ok := b.held(t, "c1"); ok {
+				t.Error("the record was left")
+			}
+			calls := strings.Join(f.callList(), "\n")
+			for _, want := range []string{`unbind C:\hpc\c1\var\data`, `unbind C:\hpc\c1`, `deactivate C:\snapshots\old`} {
+				if !strings.Contains(calls, want) {
+					t.Errorf("no %q: the scratch was not released:\n%s", want, calls)
+				}
+			}
+			if len(f.binds) != 0 {
+				t.Errorf("bindings left: %v", f.binds)
+			}
+		})
+	}
+}
+
 // stopped starts s and terminates it, so that Close releases what it
 // holds.
 func stopped(t *testing.T, s compute.System) {
@@ -189,7 +248,8 @@ func (f *fakeHost) bindFilter() bool {
 	return f.binds != nil
 }
 
-// bind is BfSetupFilter: a root bound already is ERROR_ALREADY_EXISTS; a
+// bind is BfSetupFilter with BINDFLT_FLAG_NO_MULTIPLE_TARGETS: a root
+// bound already is ERROR_INVALID_PARAMETER (go-winio pkg/bindfilter); a
 // volume's files show under its root.
 func (f *fakeHost) bind(root, source string, readOnly bool) error {
 	f.mu.Lock()
@@ -199,7 +259,7 @@ func (f *fakeHost) bind(root, source string, readOnly bool) error {
 	}
 	key := strings.ToLower(root)
 	if _, ok := f.binds[key]; ok {
-		return errorAlreadyExists
+		return errorInvalidParameter
 	}
 	f.binds[key] = source
 	f.addPathLocked(root, true)
@@ -211,7 +271,8 @@ func (f *fakeHost) bind(root, source string, readOnly bool) error {
 	return nil
 }
 
-// unbind is BfRemoveMapping: a root without a binding is ERROR_NOT_FOUND.
+// unbind is BfRemoveMapping: a root without a binding is
+// ERROR_INVALID_PARAMETER (microsoft/go-winio#274).
 func (f *fakeHost) unbind(root string) error {
 	f.mu.Lock()
 	defer f.mu.Unlock()
@@ -220,7 +281,7 @@ func (f *fakeHost) unbind(root string) error {
 	}
 	key := strings.ToLower(root)
 	if _, ok := f.binds[key]; !ok {
-		return errorNotFound
+		return errorInvalidParameter
 	}
 	delete(f.binds, key)
 	for p := range f.files {
@@ -229,4 +290,36 @@ func (f *fakeHost) unbind(root string) error {
 		}
 	}
 	return nil
+}
+
+// The kubelet mounts every container's termination log, a file named
+// through its volume's GUID: the adapter is handed the source unchanged,
+// and filterSource keeps it unchanged (a separator after it would make
+// the bind filter look the file up as a directory), adding one only to a
+// volume named alone, as go-winio binds a volume.
+func TestFileSourceBound(t *testing.T) {
+	const logFile = `\\?\Volume{6a3c1f60-1d2b-4a57-9c11-0f9e5b2d7a41}\var\lib\kubelet\pods\p1\containers\c\0`
+	b, f := bindBackend(t)
+	s := bindSettings()
+	s.MappedDirectories = append(s.MappedDirectories, compute.MappedDirectory{HostPath: logFile, ContainerPath: `C:\dev\termination-log`})
+	sys, err := b.Create(context.Background(), "c1", s)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { stopped(t, sys); sys.Close() })
+	if want := `bind C:\hpc\c1\dev\termination-log ` + logFile + ` false`; !strings.Contains(strings.Join(f.callList(), "\n"), want) {
+		t.Errorf("calls %q: want %q", f.callList(), want)
+	}
+	for _, tc := range []struct{ source, want string }{
+		{logFile, logFile},
+		{`\\?\Volume{6a3c1f60-1d2b-4a57-9c11-0f9e5b2d7a41}`, `\\?\Volume{6a3c1f60-1d2b-4a57-9c11-0f9e5b2d7a41}\`},
+		{`\\?\Volume{6a3c1f60-1d2b-4a57-9c11-0f9e5b2d7a41}\`, `\\?\Volume{6a3c1f60-1d2b-4a57-9c11-0f9e5b2d7a41}\`},
+		{`\\?\Volume{6a3c1f60-1d2b-4a57-9c11-0f9e5b2d7a41}\data`, `\\?\Volume{6a3c1f60-1d2b-4a57-9c11-0f9e5b2d7a41}\data`},
+		{`C:\var\log\app.log`, `C:\var\log\app.log`},
+		{`C:\data`, `C:\data`},
+	} {
+		if got := filterSource(tc.source); got != tc.want {
+			t.Errorf("filterSource(%s) = %s, want %s", tc.source, got, tc.want)
+		}
+	}
 }

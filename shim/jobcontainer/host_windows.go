@@ -4,7 +4,10 @@ package jobcontainer
 
 import (
 	"errors"
+	"fmt"
 	"os"
+	"syscall"
+	"unsafe"
 
 	"github.com/Microsoft/go-winio/pkg/bindfilter"
 	"github.com/Microsoft/hcsshim"
@@ -54,8 +57,48 @@ func (windowsHost) bindFilter() bool { return bindfltapi.Load() == nil }
 
 var bindfltapi = windows.NewLazySystemDLL("bindfltapi.dll")
 
+var procBfSetupFilter = bindfltapi.NewProc("BfSetupFilter")
+
+// bind is go-winio's ApplyFileBinding (a global mapping, one target only)
+// with the source as filterSource gives it: go-winio appends a separator
+// to every source naming a volume, so a file on a volume named by its
+// GUID (the kubelet's termination log) is looked up as a directory.
+// hcsshim's job containers pass the source unchanged
+// (internal/jobobject ApplyFileBinding).
 func (windowsHost) bind(root, source string, readOnly bool) error {
-	return bindfilter.ApplyFileBinding(root, source, readOnly)
+	flags := bindfilter.BINDFLT_FLAG_NO_MULTIPLE_TARGETS
+	if readOnly {
+		flags |= bindfilter.BINDFLT_FLAG_READ_ONLY_MAPPING
+	}
+	source = filterSource(source)
+	r, err := windows.UTF16PtrFromString(root)
+	if err != nil {
+		return err
+	}
+	s, err := windows.UTF16PtrFromString(source)
+	if err != nil {
+		return err
+	}
+	if err := procBfSetupFilter.Find(); err != nil {
+		return err
+	}
+	hr, _, _ := syscall.SyscallN(procBfSetupFilter.Addr(), 0, uintptr(flags), uintptr(unsafe.Pointer(r)), uintptr(unsafe.Pointer(s)), 0, 0)
+	if err := hresultError(hr); err != nil {
+		return fmt.Errorf("BfSetupFilter(%s, %s): %w", root, source, err)
+	}
+	return nil
+}
+
+// hresultError is an HRESULT's error: a Windows error code for
+// HRESULT_FROM_WIN32, as go-winio's generated calls give it.
+func hresultError(hr uintptr) error {
+	if int32(hr) >= 0 {
+		return nil
+	}
+	if hr&0x1fff0000 == 0x00070000 {
+		hr &= 0xffff
+	}
+	return syscall.Errno(hr)
 }
 
 func (windowsHost) unbind(root string) error { return bindfilter.RemoveFileBinding(root) }

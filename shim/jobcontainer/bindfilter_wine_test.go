@@ -1,0 +1,58 @@
+//go:build linux
+
+package jobcontainer
+
+import (
+	"context"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/winproc/winproc/internal/winetest"
+)
+
+// TestBindFilterUnderWine runs the Windows tests TestBindFilter... under
+// Wine against the node's stand-in bindfltapi.dll
+// (integration/winenode/testdata/standins, which answers as the bind
+// filter does and has contract tests of its own), built with MinGW into a
+// private prefix's System32: a file mount named through its volume's
+// GUID, and bindings never made or dropped by a reboot released. It runs
+// in both of the binding's builds (winetest.BindingBuilds), as the binding
+// hands the filter pointers.
+func TestBindFilterUnderWine(t *testing.T) {
+	template := winetest.Prefix(t)
+	if os.Geteuid() != 0 {
+		t.Skip("the private Wine prefix is an overlay mount, which needs root")
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 8*time.Minute)
+	t.Cleanup(cancel)
+	prefix := winetest.PrivatePrefix(t, template)
+	dll := filepath.Join(prefix, "drive_c", "windows", "system32", "bindfltapi.dll")
+	src := filepath.Join("..", "..", "integration", "winenode", "testdata", "standins", "bindfltapi.c")
+	cc := exec.CommandContext(ctx, "x86_64-w64-mingw32-gcc", "-O2", "-Wall", "-Werror", "-shared", "-o", dll, src, "-lole32")
+	if b, err := cc.CombinedOutput(); err != nil {
+		t.Fatalf("build the stand-in bindfltapi.dll: %v\n%s", err, b)
+	}
+	// Wine names C: \\?\Volume{...43}\ but opens no path under that name
+	// without a device name for it in dosdevices, as the Windows node
+	// makes (integration/winenode node.go nameVolumes).
+	if err := os.Symlink("../drive_c", filepath.Join(prefix, "dosdevices", "volume{00000000-0000-0000-0000-000000000043}")); err != nil {
+		t.Fatal(err)
+	}
+	dir := t.TempDir()
+	for _, tc := range winetest.BindingBuilds {
+		t.Run(tc.Name, func(t *testing.T) {
+			exe := winetest.BuildTests(ctx, t, dir, tc.Name, tc.Flags...)
+			cmd := winetest.Command(ctx, t, prefix, exe, "-test.run", "^TestBindFilter", "-test.v")
+			out, err := cmd.CombinedOutput()
+			if code, cerr := winetest.ExitCode(err); cerr != nil || code != 0 ||
+				strings.Contains(string(out), "--- SKIP") || !strings.Contains(string(out), "--- PASS: TestBindFilterReleaseUnbound") {
+				t.Fatalf("the bind filter's Windows tests under Wine: %v\n%s", err, out)
+			}
+			t.Logf("under Wine:\n%s", out)
+		})
+	}
+}
