@@ -28,9 +28,14 @@
  *    closes: hcsshim internal/hcs/process.go StdioLegacy).
  *
  * The service exits when no client is connected and no system exists.
- * It leaves unproven HCS's access checks (every client may open every
- * system) and HCS's restart behaviour (a restarted stand-in service knows
- * no system, as after a reboot).
+ * Ended (a test kills it, as a crash or the node's reboot ends HCS), its
+ * clients complete their operations in progress with
+ * HCS_E_SERVICE_DISCONNECT and notify HcsEventServiceDisconnect
+ * (computecore.c), and the service the next call starts knows no system,
+ * as after a reboot; the systems' processes are left running, which a
+ * reboot would not leave. It leaves unproven HCS's access checks (every
+ * client may open every system) and how HCS itself recovers from a crash
+ * of its service.
  */
 #include "hcsservice.h"
 #include "faults.h"
