@@ -19,11 +19,6 @@ import (
 	"golang.org/x/sys/windows"
 )
 
-// helperEnv makes this binary a second HCS client: it creates and starts
-// the system it names (id, volume, "terminate" or "keep") and exits
-// without closing its handle.
-const helperEnv = "WINPROC_HCS_CONTRACT_HELPER"
-
 // echoEnv makes this binary a container process that copies its stdin to
 // its stdout.
 const echoEnv = "WINPROC_HCS_CONTRACT_ECHO"
@@ -33,19 +28,19 @@ func TestMain(m *testing.M) {
 		io.Copy(os.Stdout, os.Stdin)
 		os.Exit(0)
 	}
-	if spec := os.Getenv(helperEnv); spec != "" {
+	if spec := os.Getenv(HelperEnv); spec != "" {
 		os.Exit(helper(spec))
 	}
 	os.Exit(m.Run())
 }
 
 func helper(spec string) int {
-	parts := strings.SplitN(spec, "|", 3)
-	h := &hcs{windows.NewLazyDLL(os.Getenv(standinEnv))}
+	parts := strings.SplitN(spec+"|contract", "|", 5)
+	h := &hcs{windows.NewLazyDLL(os.Getenv(StandinEnv))}
 	var sys uintptr
 	for _, step := range []func(op uintptr) error{
 		func(op uintptr) error {
-			return h.call("HcsCreateComputeSystem", uintptr(unsafe.Pointer(u16(parts[0]))), uintptr(unsafe.Pointer(u16(document(parts[1], parts[2] == "terminate")))), op, 0, uintptr(unsafe.Pointer(&sys)))
+			return h.call("HcsCreateComputeSystem", uintptr(unsafe.Pointer(u16(parts[0]))), uintptr(unsafe.Pointer(u16(Document(parts[3], parts[1], parts[2] == "terminate")))), op, 0, uintptr(unsafe.Pointer(&sys)))
 		},
 		func(op uintptr) error { return h.call("HcsStartComputeSystem", sys, op, 0) },
 	} {
@@ -71,7 +66,7 @@ func otherClient(t *testing.T, id, vol, mode string) {
 		t.Fatal(err)
 	}
 	cmd := exec.Command(exe)
-	cmd.Env = append(os.Environ(), helperEnv+"="+id+"|"+vol+"|"+mode)
+	cmd.Env = append(os.Environ(), HelperEnv+"="+id+"|"+vol+"|"+mode)
 	if out, err := cmd.CombinedOutput(); err != nil {
 		t.Fatalf("the second client: %v\n%s", err, out)
 	}

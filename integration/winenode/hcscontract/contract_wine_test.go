@@ -27,7 +27,7 @@ func TestStandinHCSContractUnderWine(t *testing.T) {
 	}
 	exe := winetest.BuildTests(ctx, t, dir, "hcscontract")
 	cmd := winetest.Command(ctx, t, prefix, exe, "-test.v", "-test.count=1")
-	cmd.Env = append(cmd.Env, standinEnv+"="+winPath(filepath.Join(dir, "computecore.dll")))
+	cmd.Env = append(cmd.Env, StandinEnv+"="+winPath(filepath.Join(dir, "computecore.dll")))
 	out, err := cmd.CombinedOutput()
 	if code, cerr := winetest.ExitCode(err); cerr != nil || code != 0 {
 		t.Fatalf("the stand-in HCS's contract under Wine: %v\n%s", err, out)

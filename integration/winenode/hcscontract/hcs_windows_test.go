@@ -3,7 +3,6 @@
 package hcscontract
 
 import (
-	"encoding/binary"
 	"fmt"
 	"os"
 	"path/filepath"
@@ -12,7 +11,6 @@ import (
 	"syscall"
 	"testing"
 	"time"
-	"unicode/utf16"
 	"unsafe"
 
 	"golang.org/x/sys/windows"
@@ -46,9 +44,9 @@ var (
 
 func load(t *testing.T) *hcs {
 	t.Helper()
-	path := os.Getenv(standinEnv)
+	path := os.Getenv(StandinEnv)
 	if path == "" {
-		t.Skipf("%s is not set: contract_wine_test.go runs these tests with the stand-in", standinEnv)
+		t.Skipf("%s is not set: contract_wine_test.go runs these tests with the stand-in", StandinEnv)
 	}
 	loadOnce.Do(func() { theDLL = &hcs{windows.NewLazyDLL(path)} })
 	return theDLL
@@ -133,33 +131,15 @@ func volume(t *testing.T) string {
 	if err := os.MkdirAll(state, 0o755); err != nil {
 		t.Fatal(err)
 	}
-	var b []byte
-	for _, c := range utf16.Encode([]rune(dir)) {
-		b = binary.LittleEndian.AppendUint16(b, c)
-	}
-	if err := os.WriteFile(filepath.Join(state, stateName(name)), b, 0o644); err != nil {
+	if err := os.WriteFile(filepath.Join(state, VolumeStateName(name)), VolumeState(dir), 0o644); err != nil {
 		t.Fatal(err)
 	}
 	return name
 }
 
-// stateName is standin.h's standin_guid of name, as the file's name.
-func stateName(name string) string {
-	h1, h2 := uint64(14695981039346656037), uint64(1099511628211*31)
-	for _, c := range utf16.Encode([]rune(strings.ToLower(name))) {
-		h1 = (h1 ^ uint64(c)) * 1099511628211
-		h2 = (h2^uint64(c))*1469598103934665603 + 7
-	}
-	var g [8]byte
-	binary.LittleEndian.PutUint64(g[:], h2)
-	return fmt.Sprintf("{%08X-%04X-%04X-%02X%02X-%02X%02X%02X%02X%02X%02X}", uint32(h1), uint16(h1>>32), uint16(h1>>48),
-		g[0], g[1], g[2], g[3], g[4], g[5], g[6], g[7])
-}
-
-// document is a process-isolated container's document on vol.
+// document is a contract test's container document on vol.
 func document(vol string, terminateOnClose bool) string {
-	return fmt.Sprintf(`{"Owner":"contract","SchemaVersion":{"Major":2,"Minor":1},"Container":{"Storage":{"Layers":[],"Path":%q}},"ShouldTerminateOnLastHandleClosed":%t}`,
-		vol, terminateOnClose)
+	return Document("contract", vol, terminateOnClose)
 }
 
 // create creates (and with start, starts) a system; the cleanup
