@@ -4,6 +4,7 @@ package winenode
 
 import (
 	"context"
+	"fmt"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -72,4 +73,32 @@ func hcsClient(t *testing.T, n *Node) string {
 		t.Fatalf("build the HCS client: %v\n%s", err, b)
 	}
 	return `C:\hcsclient.exe`
+}
+
+// TestDeadShimsSystemsEnd: the shim makes its compute systems with
+// ShouldTerminateOnLastHandleClosed, as runhcs does (shim/hcs
+// document.go; hcsshim internal/hcs/system.go), so HCS ends a dead
+// shim's containers with it: once the shim is killed, no container
+// process is left running, and after containerd's clean-up `winproc
+// doctor` finds nothing left behind, in HCS or in records.
+func TestDeadShimsSystemsEnd(t *testing.T) {
+	n := startNodeWith(t, Options{Standins: true, Sandboxer: "shim", DefaultHandler: true})
+	importTree(t, n, appImage, HostBuild+".1", "winproc-testapp.exe")
+	importTree(t, n, PauseImage, HostBuild+".1", "pause.exe")
+	pod := criJSON(t, "pod.json", map[string]any{
+		"metadata": map[string]any{"name": "dies", "namespace": "default", "uid": "uid-dies"},
+	})
+	id := criRun(t, n, "runp", pod)
+	app := criCreatePod(t, n, id, pod, "app", nil, `C:\winproc-testapp.exe`, "serve", "-addr", fmt.Sprintf("127.0.0.1:%d", freePort(t)))
+	criRun(t, n, "start", app)
+	waitFor(t, "the container's process", func() bool { return len(n.Processes("winproc-testapp.exe")) > 0 })
+
+	n.KillShims()
+	waitFor(t, "the dead shim's container processes ended by HCS", func() bool {
+		return len(n.Processes("winproc-testapp.exe")) == 0 && len(n.Processes("pause.exe")) == 0
+	})
+	waitFor(t, "doctor finding nothing left behind", func() bool {
+		out, _ := n.Run(InstallDir+`\winproc.exe`, "doctor")
+		return regexp.MustCompile(`(?m)^OK +orphans `).MatchString(out)
+	})
 }
