@@ -77,7 +77,7 @@ func hcsClient(t *testing.T, n *Node) string {
 
 // TestDeadShimsSystemsEnd: the shim makes its compute systems with
 // ShouldTerminateOnLastHandleClosed, as runhcs does (shim/hcs
-// document.go; hcsshim internal/hcs/system.go), so HCS ends a dead
+// document.go; hcsshim internal/hcsoci/create.go), so HCS ends a dead
 // shim's containers with it: once the shim is killed, no container
 // process is left running, and after containerd's clean-up `winproc
 // doctor` finds nothing left behind, in HCS or in records.

@@ -24,9 +24,10 @@ func exitedProcess(t *testing.T, h *hcs, id string) (sys, p uintptr) {
 	return sys, p
 }
 
-// HcsSetProcessCallback (reference page) registers for the events to come:
-// an exit that happened before is not replayed (hcsshim
-// internal/hcs/process.go waitBackground reads the properties for it).
+// HcsSetProcessCallback (reference page) registers a callback for events
+// to come; no replay of past events is documented, so an exit that
+// happened before is not replayed (the client reads the process's
+// properties for it).
 func TestExitNotReplayed(t *testing.T) {
 	h := load(t)
 	_, p := exitedProcess(t, h, "not-replayed")

@@ -64,7 +64,7 @@ func TestSystemOutlivesCreator(t *testing.T) {
 }
 
 // ShouldTerminateOnLastHandleClosed (HCS JSON schema, ComputeSystem;
-// hcsshim internal/hcs/system.go sets it for runhcs): the close of the
+// hcsshim internal/hcsoci/create.go sets it for runhcs): the close of the
 // system's last handle terminates it, and so does the exit of the process
 // that held it; a system without it stays.
 func TestLastHandleCloseTerminates(t *testing.T) {

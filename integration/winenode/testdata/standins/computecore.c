@@ -9,7 +9,8 @@
  * system is seen by every process (HcsOpenComputeSystem,
  * HcsEnumerateComputeSystems), outlives the process that made it, and a
  * process's death closes its handles (hcsshim internal/hcs/system.go
- * relies on the service, not the caller, holding systems).
+ * OpenComputeSystem and GetComputeSystems reach systems other processes
+ * made).
  *
  * What lives here, per the HCS reference (learn.microsoft.com
  * virtualization/api/hcs/reference):

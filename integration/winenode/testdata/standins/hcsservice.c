@@ -12,8 +12,8 @@
  *  - HcsCloseComputeSystem of the last handle of a system whose document
  *    says ShouldTerminateOnLastHandleClosed terminates it (HCS JSON
  *    schema, ComputeSystem.ShouldTerminateOnLastHandleClosed; hcsshim
- *    internal/hcs/system.go CreateComputeSystem sets it for runhcs's
- *    systems so that a dead shim's systems go with it);
+ *    internal/hcsoci/create.go sets it in runhcs's process-isolated
+ *    documents, so that a dead shim's systems go with it);
  *  - a stopped system is found by id while a handle to it is open, and
  *    its calls answer HCS_E_SYSTEM_ALREADY_STOPPED (hcsshim
  *    internal/hcs/errors.go ErrVmcomputeAlreadyStopped); with its last
@@ -21,8 +21,9 @@
  *  - notifications go to every handle with a callback set, each its own
  *    (HcsSetComputeSystemCallback, HcsSetProcessCallback), and only those
  *    set when the event happens: an exit is not replayed to a callback set
- *    later (hcsshim internal/hcs/process.go waitBackground asks the
- *    properties for an exit it may have missed);
+ *    later (the reference pages document no replay of past events; a
+ *    client that sets its callback after the create reads the process's
+ *    properties for an exit it may have missed, as shim/hcs does);
  *  - a process's stdio reaches the caller as handles duplicated into its
  *    process (HCS_PROCESS_INFORMATION: the caller's handles, which it
  *    closes: hcsshim internal/hcs/process.go StdioLegacy).
