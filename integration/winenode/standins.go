@@ -24,7 +24,8 @@ const HCSService = "computecore-service.exe"
 // standinSources are the sources of a stand-in built from more than its
 // own name's .c.
 var standinSources = map[string][]string{
-	HCSService: {"hcsservice.c", "hcssystem.c", "hcsprocess.c", "hcsenv.c"},
+	"computecore.dll": {"computecore.c", "hcsclient.c"},
+	HCSService:        {"hcsservice.c", "hcssystem.c", "hcsprocess.c", "hcsenv.c"},
 }
 
 // BuildStandins builds the stand-ins with MinGW into dir.
