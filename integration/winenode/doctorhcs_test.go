@@ -4,12 +4,14 @@ package winenode
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"os"
 	"os/exec"
 	"path/filepath"
 	"regexp"
 	"strings"
+	"syscall"
 	"testing"
 	"time"
 
@@ -101,4 +103,44 @@ func TestDeadShimsSystemsEnd(t *testing.T) {
 		out, _ := n.Run(InstallDir+`\winproc.exe`, "doctor")
 		return regexp.MustCompile(`(?m)^OK +orphans `).MatchString(out)
 	})
+}
+
+// TestHCSServiceGoesUnderAPod: HCS's service ends under a running pod (a
+// crash of vmcompute; its containers' processes end with it, as at a
+// reboot) and is started again by the next call, knowing no system. The
+// shim hears HcsEventServiceDisconnect, the pod is stopped and removed
+// through CRI by its deadline, and nothing is left.
+func TestHCSServiceGoesUnderAPod(t *testing.T) {
+	n := startNodeWith(t, Options{Standins: true, Sandboxer: "shim", DefaultHandler: true})
+	importTree(t, n, appImage, HostBuild+".1", "winproc-testapp.exe")
+	importTree(t, n, PauseImage, HostBuild+".1", "pause.exe")
+	pod := criJSON(t, "pod.json", map[string]any{
+		"metadata": map[string]any{"name": "outlived", "namespace": "default", "uid": "uid-outlived"},
+	})
+	id := criRun(t, n, "runp", pod)
+	app := criCreatePod(t, n, id, pod, "app", nil, `C:\winproc-testapp.exe`, "serve", "-addr", fmt.Sprintf("127.0.0.1:%d", freePort(t)))
+	criRun(t, n, "start", app)
+	waitFor(t, "the container's process", func() bool { return len(n.Processes("winproc-testapp.exe")) > 0 })
+
+	if pids := n.Processes(HCSService); len(pids) != 1 {
+		t.Fatalf("%s processes: %v, want one for the node", HCSService, pids)
+	}
+	for _, name := range []string{HCSService, "winproc-testapp.exe", "pause.exe"} {
+		for _, pid := range n.Processes(name) {
+			if err := syscall.Kill(pid, syscall.SIGKILL); err != nil && !errors.Is(err, syscall.ESRCH) {
+				t.Fatalf("kill %s %d: %v", name, pid, err)
+			}
+		}
+	}
+	waitFor(t, "the container's exit reported", func() bool {
+		return strings.Contains(criRun(t, n, "inspect", "-o", "json", app), `"CONTAINER_EXITED"`)
+	})
+	criRun(t, n, "rm", app)
+	criRun(t, n, "stopp", id)
+	criRun(t, n, "rmp", id)
+	n.checkNothingLeft()
+	out, _ := n.Run(InstallDir+`\winproc.exe`, "doctor")
+	if !regexp.MustCompile(`(?m)^OK +orphans `).MatchString(out) {
+		t.Errorf("doctor after the service's restart finds orphans:\n%s", out)
+	}
 }
