@@ -41,7 +41,7 @@ func TestBindFilterStandin(t *testing.T) {
 	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
 	t.Cleanup(cancel)
 	prefix := winetest.PrivatePrefix(t, template)
-	if err := BuildStandin("bindfltapi.dll", filepath.Join(prefix, "drive_c", "windows", "system32", "bindfltapi.dll")); err != nil {
+	if err := BuildStandin("bindfltapi.dll", filepath.Join(prefix, "drive_c", "windows", "system32")); err != nil {
 		t.Fatal(err)
 	}
 	// The node's volume names and build (go-winio skips some of its

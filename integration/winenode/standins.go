@@ -10,27 +10,62 @@ import (
 	"strings"
 )
 
-// standinDLLs are the stand-ins of testdata/standins: each implements the
-// documented contract of the functions winproc and containerd.exe call in
-// a DLL Wine lacks, and says in its comment what it leaves unproven.
-var standinDLLs = []string{"vmcompute.dll", "bindfltapi.dll", "computecore.dll", "computenetwork.dll"}
+// standinDLLs are the stand-ins of testdata/standins, installed in the
+// node's System32: each implements the documented contract of the
+// functions winproc and containerd.exe call in a DLL Wine lacks, and says
+// in its comment what it leaves unproven. computecore.dll is the client of
+// the stand-in HCS service, computecore-service.exe, which it starts from
+// its own directory.
+var standinDLLs = []string{"vmcompute.dll", "bindfltapi.dll", "computecore.dll", "computenetwork.dll", HCSService}
 
-// BuildStandins builds the stand-in DLLs with MinGW into dir.
+// HCSService is the stand-in HCS service's executable.
+const HCSService = "computecore-service.exe"
+
+// standinSources are the sources of a stand-in built from more than its
+// own name's .c.
+var standinSources = map[string][]string{
+	"computecore.dll": {"computecore.c", "hcsclient.c"},
+	HCSService:        {"hcsservice.c", "hcssystem.c", "hcsprocess.c", "hcsenv.c"},
+}
+
+// BuildStandins builds the stand-ins with MinGW into dir.
 func BuildStandins(dir string) error {
-	for _, dll := range standinDLLs {
-		if err := BuildStandin(dll, filepath.Join(dir, dll)); err != nil {
+	return BuildStandinsFrom(filepath.Join("testdata", "standins"), dir)
+}
+
+// BuildStandinsFrom builds the stand-ins of the sources in src into dir.
+func BuildStandinsFrom(src, dir string) error {
+	for _, name := range standinDLLs {
+		if err := buildStandin(src, dir, name); err != nil {
 			return err
 		}
 	}
 	return nil
 }
 
-// BuildStandin builds the stand-in dll with MinGW as out.
-func BuildStandin(dll, out string) error {
-	src := filepath.Join("testdata", "standins", strings.TrimSuffix(dll, ".dll")+".c")
-	cc := exec.Command("x86_64-w64-mingw32-gcc", "-O2", "-Wall", "-Werror", "-shared", "-o", out, src, "-lole32")
-	if b, err := cc.CombinedOutput(); err != nil {
-		return errors.Join(fmt.Errorf("build the stand-in %s: %w", dll, err), errors.New(string(b)))
+// BuildStandin builds the stand-in name of testdata/standins into dir.
+func BuildStandin(name, dir string) error {
+	return buildStandin(filepath.Join("testdata", "standins"), dir, name)
+}
+
+func buildStandin(src, dir, name string) error {
+	srcs := standinSources[name]
+	if srcs == nil {
+		srcs = []string{strings.TrimSuffix(name, filepath.Ext(name)) + ".c"}
+	}
+	args := []string{"-O2", "-Wall", "-Werror", "-o", filepath.Join(dir, name)}
+	if filepath.Ext(name) == ".exe" {
+		// A service: no console of its own, wWinMain.
+		args = append(args, "-municode", "-mwindows")
+	} else {
+		args = append(args, "-shared")
+	}
+	for _, s := range srcs {
+		args = append(args, filepath.Join(src, s))
+	}
+	cc := exec.Command("x86_64-w64-mingw32-gcc", append(args, "-lole32")...)
+	if out, err := cc.CombinedOutput(); err != nil {
+		return errors.Join(fmt.Errorf("build the stand-in %s: %w", name, err), errors.New(string(out)))
 	}
 	return nil
 }

@@ -29,7 +29,8 @@ type errFacts struct {
 	// racing with Close returns as well).
 	AlreadyClosed bool
 	// Pending: the operation continues in the background
-	// (hcsshim.IsPending, ErrVmcomputeOperationPending).
+	// (hcsshim.IsPending, ErrVmcomputeOperationPending; computecore.dll
+	// answers HCS_E_OPERATION_PENDING).
 	Pending bool
 	// Timeout: hcsshim gave up waiting for HCS (hcsshim.IsTimeout,
 	// HCS_E_OPERATION_TIMEOUT), or HCS gave up itself (ERROR_TIMEOUT, the
@@ -114,7 +115,8 @@ const (
 	hcsSystemAlreadyExists  = 0x010F // HCS_E_SYSTEM_ALREADY_EXISTS
 	hcsSystemAlreadyStopped = 0x0110 // HCS_E_SYSTEM_ALREADY_STOPPED
 	hcsServiceNotAvailable  = 0x0114 // HCS_E_SERVICE_NOT_AVAILABLE
-	hcsOperationPending     = 0x0103 // HCS_E_OPERATION_PENDING
+	hcsVmcomputePending     = 0x0103 // hcsshim's ErrVmcomputeOperationPending (vmcompute.dll's status)
+	hcsOperationPending     = 0x0117 // HCS_E_OPERATION_PENDING (winerror.h; computecore.dll's)
 	hcsOperationTimeout     = 0x0118 // HCS_E_OPERATION_TIMEOUT
 	hcsAccessDenied         = 0x011B // HCS_E_ACCESS_DENIED
 	hcsServiceDisconnect    = 0x011E // HCS_E_SERVICE_DISCONNECT
@@ -150,7 +152,7 @@ func errnoFacts(err error) errFacts {
 		f.AlreadyStopped = true
 	case hcsCode(e, hcsSystemAlreadyExists):
 		f.AlreadyExists = true
-	case hcsCode(e, hcsOperationPending):
+	case hcsCode(e, hcsOperationPending), hcsCode(e, hcsVmcomputePending):
 		f.Pending = true
 	case hcsCode(e, hcsInvalidState):
 		f.InvalidState = true

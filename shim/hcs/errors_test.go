@@ -27,6 +27,7 @@ func TestErrnoFacts(t *testing.T) {
 		{0x8037010F, errFacts{AlreadyExists: true}},             // HCS_E_SYSTEM_ALREADY_EXISTS
 		{0xC037010F, errFacts{AlreadyExists: true}},             // the same, NTSTATUS style
 		{0xC0370103, errFacts{Pending: true}},                   // ErrVmcomputeOperationPending
+		{0x80370117, errFacts{Pending: true}},                   // HCS_E_OPERATION_PENDING (winerror.h)
 		{0xC0370105, errFacts{InvalidState: true}},              // ErrVmcomputeOperationInvalidState
 		{0x80370118, errFacts{Timeout: true}},                   // HCS_E_OPERATION_TIMEOUT
 		{0x800705B4, errFacts{Timeout: true}},                   // ERROR_TIMEOUT as an HRESULT: a hung operation

@@ -1,0 +1,421 @@
+/*
+ * The stand-in HCS service's compute systems, serving process-isolated
+ * containers with real Windows processes. A compute system is a job
+ * object; its processes are started suspended, put in the job and
+ * resumed. Operations complete on the service's threads; results are
+ * documents of the HCS JSON schema (learn.microsoft.com
+ * virtualization/api/hcs/schemareference).
+ *
+ * Wine has no silos, so a container cannot have a C: of its own. The
+ * container's C:\ is its volume instead: the directory the layer stand-in
+ * (vmcompute.c) made for the scratch named by the document's
+ * Storage.Path. Every C:\ in a process's command line and working
+ * directory is read as a path in that directory; a program named without
+ * a directory is looked for there first; a mapped directory is a Linux
+ * symbolic link in it. Each document a system is created with is kept in
+ * C:\ProgramData\winproc-standins\documents\<id>.json, each process's
+ * parameters in <id>-process-<pid>.json.
+ *
+ * Per the HCS reference and the schema, and hcsshim v0.15.0 where they
+ * are silent:
+ *  - HcsEnumerateComputeSystems lists every system of the node with its
+ *    State (Created, Running, Stopped: schema's ComputeSystemState), of
+ *    the Owners the query names, if it names any (SystemQuery);
+ *  - HcsGetComputeSystemProperties answers the PropertyTypes it serves
+ *    (Statistics, ProcessList) and refuses any other with
+ *    ERROR_NOT_SUPPORTED, which hcsshim internal/hcs/system.go
+ *    PropertiesV2 passes on as the query's failure;
+ *  - HcsCreateProcess takes CommandLine, or CommandArgs when it has none
+ *    (ProcessParameters); HCS_PROCESS_INFORMATION carries the stdio pipes
+ *    asked for (CreateStdInPipe...), and HcsGetProcessInfo hands back the
+ *    ones the service still holds (a stdin closed by HcsModifyProcess is
+ *    not: hcsshim internal/hcs/process.go StdioLegacy, CloseStdin);
+ *  - HcsSignalProcess takes the SignalProcessOptions signals (CtrlC,
+ *    CtrlBreak, CtrlClose, CtrlLogOff, CtrlShutdown) and refuses others
+ *    with HCS_E_INVALID_JSON; signal and terminate of an exited process
+ *    fail with HCS_E_PROCESS_ALREADY_STOPPED (hcsshim internal/hcs/errors.go
+ *    ErrProcessAlreadyStopped, which its Kill and Signal expect);
+ *  - HcsModifyProcess takes ProcessModifyRequest's CloseHandle of StdIn
+ *    and ConsoleSize, and refuses other operations.
+ *
+ * It leaves unproven what only HCS does: whether HCS accepts the
+ * documents, the silo (its own C:, registry, users, network compartment,
+ * isolation from the host), users (a process runs as Wine's user),
+ * read-only mapped directories (not enforced) and mapped pipes, console
+ * emulation (EmulateConsole is ignored, so ConsoleSize is accepted and
+ * changes nothing), resource limits (recorded, not applied), and HCS's own
+ * errors and timing: the errors a test asks for (faults.h) come in HCS's
+ * form, from the call or its operation, but their causes are not
+ * simulated. Which HRESULT HCS gives a refused property type or signal is
+ * the stand-in's choice, not documented.
+ */
+#include "hcsservice.h"
+#include <stdio.h>
+#include <stdlib.h>
+
+static sys_t *systems;
+
+const WCHAR *state_name(int state)
+{
+    return state == STATE_CREATED ? L"Created" : state == STATE_RUNNING ? L"Running" : L"Stopped";
+}
+
+void system_hold(sys_t *s) { s->refs++; }
+
+/* system_release drops a reference; the last frees the system, its job,
+ * its processes' handles and the stdio still held. Under lock. */
+void system_release(sys_t *s)
+{
+    sys_t **q;
+    if (--s->refs > 0)
+        return;
+    for (q = &systems; *q; q = &(*q)->next)
+        if (*q == s) {
+            *q = s->next;
+            break;
+        }
+    while (s->processes) {
+        process_t *p = s->processes;
+        s->processes = p->next;
+        for (int i = 0; i < 3; i++)
+            if (p->std[i])
+                CloseHandle(p->std[i]);
+        CloseHandle(p->pi.hProcess);
+        CloseHandle(p->pi.hThread);
+        free(p);
+    }
+    CloseHandle(s->job);
+    free(s);
+}
+
+BOOL system_terminate_on_close(const sys_t *s) { return s->terminate_on_close && s->state != STATE_STOPPED; }
+
+/* system_find finds a system by id: one not stopped, or stopped with a
+ * handle still open. */
+sys_t *system_find(const WCHAR *id)
+{
+    sys_t *s;
+    for (s = systems; s; s = s->next)
+        if (!wcscmp(s->id, id) && (s->state != STATE_STOPPED || system_handles(s) > 0))
+            return s;
+    return NULL;
+}
+
+BOOL systems_any(void) { return systems != NULL; }
+
+/* map_directories makes each of the document's MappedDirectories a
+ * Linux symbolic link at its container path in the volume, which Wine
+ * follows as a directory; the links go when the system exits (a link left
+ * in a scratch would lead a removal into the host's directory). */
+static void map_directories(sys_t *s, const WCHAR *config)
+{
+    const WCHAR *p = wcsstr(config, L"\"MappedDirectories\":[");
+    const WCHAR *end = p ? wcschr(p, L']') : NULL;
+    WCHAR host[MAX_PATH], where[MAX_PATH], link[MAX_PATH];
+    while (p && end && (p = wcsstr(p, L"\"HostPath\":\"")) && p < end && s->nlinks < 32) {
+        const WCHAR *c = wcsstr(p, L"\"ContainerPath\":\"");
+        char *uh, *ul;
+        json_read(p + wcslen(L"\"HostPath\":"), host, MAX_PATH);
+        if (!c || c > end)
+            break;
+        json_read(c + wcslen(L"\"ContainerPath\":"), where, MAX_PATH);
+        container_path(s->volume, where, link, MAX_PATH);
+        uh = standin_unix(host);
+        ul = standin_unix(link);
+        if (uh && ul && standin_linux2(LINUX_SYMLINK, uh, ul) == 0)
+            s->links[s->nlinks++] = ul;
+        else
+            HeapFree(GetProcessHeap(), 0, ul);
+        HeapFree(GetProcessHeap(), 0, uh);
+        p = c;
+    }
+}
+
+/* volume_of reads the document's Storage.Path, the one "Path" that names
+ * a volume, as the directory the layer stand-in made for it. */
+static void volume_of(const WCHAR *config, WCHAR *out)
+{
+    WCHAR volume[MAX_PATH], state[MAX_PATH];
+    out[0] = 0;
+    for (const WCHAR *p = config; (p = wcsstr(p, L"\"Path\":\"")); p++) {
+        json_read(p + wcslen(L"\"Path\":"), volume, MAX_PATH);
+        if (!wcsncmp(volume, L"\\\\?\\Volume{", 11)) {
+            standin_state_file(L"volumes", volume, state, MAX_PATH);
+            standin_read(state, out, MAX_PATH);
+            return;
+        }
+    }
+}
+
+/* system_create makes a system, held once for the caller, or completes op
+ * with why not (then no system exists). */
+HRESULT system_create(const WCHAR *id, const WCHAR *config, sop_t *op, sys_t **out)
+{
+    sys_t *s;
+    HRESULT hr;
+    *out = NULL;
+    if (faulted("HcsCreateComputeSystem", op, &hr))
+        return hr;
+    keep_document(id, config);
+    if (system_find(id)) {
+        op_complete(op, HCS_E_SYSTEM_ALREADY_EXISTS, L"{\"Error\":-2143354609,\"ErrorMessage\":\"A compute system with this id exists\"}", NULL);
+        return S_OK;
+    }
+    s = calloc(1, sizeof(sys_t));
+    wcsncpy(s->id, id, 255);
+    json_string(config, L"Owner", s->owner, 64);
+    s->terminate_on_close = json_true(config, L"ShouldTerminateOnLastHandleClosed");
+    volume_of(config, s->volume);
+    if (!s->volume[0]) {
+        free(s);
+        op_complete(op, HRESULT_FROM_WIN32(ERROR_PATH_NOT_FOUND), L"{\"ErrorMessage\":\"the document's Storage.Path is not a prepared volume\"}", NULL);
+        return S_OK;
+    }
+    s->job = CreateJobObjectW(NULL, NULL);
+    s->refs = 2; /* the list's, the caller's */
+    s->next = systems;
+    systems = s;
+    map_directories(s, config);
+    *out = s;
+    op_complete(op, S_OK, NULL, NULL);
+    return S_OK;
+}
+
+HRESULT system_start(sys_t *s, sop_t *op)
+{
+    HRESULT hr;
+    if (faulted("HcsStartComputeSystem", op, &hr))
+        return hr;
+    if (s->state != STATE_CREATED) {
+        op_complete(op, s->state == STATE_STOPPED ? HCS_E_SYSTEM_ALREADY_STOPPED : HCS_E_INVALID_STATE, NULL, NULL);
+        return S_OK;
+    }
+    GetSystemTimeAsFileTime(&s->started);
+    s->state = STATE_RUNNING;
+    op_complete(op, S_OK, NULL, NULL);
+    return S_OK;
+}
+
+/* stopped records the system's exit once, notifies it, and drops the
+ * list's reference. Under lock. */
+static void stopped(sys_t *s)
+{
+    int i;
+    if (s->state == STATE_STOPPED)
+        return;
+    s->state = STATE_STOPPED;
+    for (i = 0; i < s->nlinks; i++) {
+        standin_linux2(LINUX_UNLINK, s->links[i], NULL);
+        HeapFree(GetProcessHeap(), 0, s->links[i]);
+    }
+    s->nlinks = 0;
+    send_event(s, NULL, EVENT_SYSTEM_EXITED, L"{\"Status\":0,\"ExitType\":\"GracefulExit\"}");
+    system_release(s);
+}
+
+DWORD active_processes(sys_t *s)
+{
+    JOBOBJECT_BASIC_ACCOUNTING_INFORMATION a = {0};
+    QueryInformationJobObject(s->job, JobObjectBasicAccountingInformation, &a, sizeof(a), NULL);
+    return a.ActiveProcesses;
+}
+
+void ctrl_event(HANDLE process, DWORD event)
+{
+    void *ctrl = (void *)GetProcAddress(GetModuleHandleW(L"kernel32.dll"), "CtrlRoutine");
+    HANDLE t;
+    if (!ctrl)
+        return;
+    t = CreateRemoteThread(process, NULL, 0, (LPTHREAD_START_ROUTINE)ctrl, (void *)(ULONG_PTR)event, 0, NULL);
+    if (t)
+        CloseHandle(t);
+}
+
+typedef struct {
+    sys_t *s;
+    sop_t *op;
+} stop_t;
+
+/* shutdown_later waits up to 10 s for the processes, which got
+ * CTRL_SHUTDOWN_EVENT, to exit: HCS's shutdown completes when the
+ * container has stopped, and times out otherwise. */
+static DWORD WINAPI shutdown_later(void *arg)
+{
+    stop_t *st = arg;
+    int i;
+    for (i = 0; i < 100 && active_processes(st->s) > 0; i++)
+        Sleep(100);
+    EnterCriticalSection(&lock);
+    if (active_processes(st->s) > 0) {
+        op_complete(st->op, HCS_E_OPERATION_TIMEOUT, NULL, NULL);
+    } else {
+        op_complete(st->op, S_OK, NULL, NULL);
+        stopped(st->s);
+    }
+    system_release(st->s);
+    LeaveCriticalSection(&lock);
+    free(st);
+    return 0;
+}
+
+HRESULT system_shutdown(sys_t *s, sop_t *op)
+{
+    stop_t *st;
+    process_t *p;
+    HRESULT hr;
+    if (faulted("HcsShutDownComputeSystem", op, &hr))
+        return hr;
+    if (s->state == STATE_STOPPED)
+        return HCS_E_SYSTEM_ALREADY_STOPPED;
+    for (p = s->processes; p; p = p->next)
+        if (!p->exited)
+            ctrl_event(p->pi.hProcess, CTRL_SHUTDOWN_EVENT);
+    st = calloc(1, sizeof(stop_t));
+    st->s = s;
+    st->op = op;
+    system_hold(s);
+    CloseHandle(CreateThread(NULL, 0, shutdown_later, st, 0, NULL));
+    return S_OK;
+}
+
+void system_terminate_now(sys_t *s)
+{
+    TerminateJobObject(s->job, 1);
+    stopped(s);
+}
+
+HRESULT system_terminate(sys_t *s, sop_t *op)
+{
+    HRESULT hr;
+    if (faulted("HcsTerminateComputeSystem", op, &hr))
+        return hr;
+    if (s->state == STATE_STOPPED)
+        return HCS_E_SYSTEM_ALREADY_STOPPED;
+    system_hold(s);
+    system_terminate_now(s);
+    op_complete(op, S_OK, NULL, NULL);
+    system_release(s);
+    return S_OK;
+}
+
+/* system_modify accepts a modification of a running system and applies
+ * none: the stand-in has no devices, mounts or credential guard. */
+HRESULT system_modify(sys_t *s, sop_t *op, const WCHAR *doc)
+{
+    (void)doc;
+    op_complete(op, s->state == STATE_STOPPED ? HCS_E_SYSTEM_ALREADY_STOPPED : S_OK, NULL, NULL);
+    return S_OK;
+}
+
+static void iso_time(const FILETIME *ft, WCHAR *out)
+{
+    SYSTEMTIME st;
+    FileTimeToSystemTime(ft, &st);
+    swprintf(out, 64, L"%04u-%02u-%02uT%02u:%02u:%02u.%03uZ", st.wYear, st.wMonth, st.wDay, st.wHour, st.wMinute, st.wSecond, st.wMilliseconds);
+}
+
+/* process_list is the job's processes as HCS's ProcessList. */
+static void process_list(sys_t *s, WCHAR *out, size_t n)
+{
+    struct {
+        JOBOBJECT_BASIC_PROCESS_ID_LIST l;
+        ULONG_PTR more[255];
+    } ids = {0};
+    size_t i = 0;
+    DWORD k;
+    QueryInformationJobObject(s->job, JobObjectBasicProcessIdList, &ids, sizeof(ids), NULL);
+    i += swprintf(out + i, n - i, L"[");
+    for (k = 0; k < ids.l.NumberOfProcessIdsInList && i + 600 < n; k++) {
+        WCHAR image[MAX_PATH] = L"", *base;
+        DWORD len = MAX_PATH;
+        HANDLE p = OpenProcess(PROCESS_QUERY_LIMITED_INFORMATION, FALSE, (DWORD)ids.l.ProcessIdList[k]);
+        if (p) {
+            QueryFullProcessImageNameW(p, 0, image, &len);
+            CloseHandle(p);
+        }
+        base = wcsrchr(image, L'\\');
+        i += swprintf(out + i, n - i, L"%ls{\"ProcessId\":%lu,\"ImageName\":\"%ls\"}", k ? L"," : L"",
+                      (DWORD)ids.l.ProcessIdList[k], base ? base + 1 : image);
+    }
+    swprintf(out + i, n - i, L"]");
+}
+
+/* property_types checks the query's PropertyTypes: FALSE names one the
+ * stand-in does not serve. */
+static BOOL property_types(const WCHAR *query, BOOL *list)
+{
+    const WCHAR *p = query ? wcsstr(query, L"\"PropertyTypes\":[") : NULL;
+    WCHAR type[64];
+    *list = FALSE;
+    if (!p)
+        return TRUE;
+    for (p += wcslen(L"\"PropertyTypes\":["); *p == L'"';) {
+        p = json_read(p, type, 64);
+        if (!wcscmp(type, L"ProcessList"))
+            *list = TRUE;
+        else if (wcscmp(type, L"Statistics"))
+            return FALSE;
+        if (*p == L',')
+            p++;
+    }
+    return TRUE;
+}
+
+HRESULT system_properties(sys_t *s, sop_t *op, const WCHAR *query)
+{
+    WCHAR *doc, now_s[64], start_s[64], *list;
+    JOBOBJECT_BASIC_ACCOUNTING_INFORMATION a = {0};
+    FILETIME now;
+    ULONGLONG up;
+    BOOL with_list;
+    if (!property_types(query, &with_list)) {
+        op_complete(op, HRESULT_FROM_WIN32(ERROR_NOT_SUPPORTED), L"{\"ErrorMessage\":\"the stand-in serves the property types Statistics and ProcessList only\"}", NULL);
+        return S_OK;
+    }
+    doc = malloc(65536 * sizeof(WCHAR));
+    list = malloc(60000 * sizeof(WCHAR));
+    GetSystemTimeAsFileTime(&now);
+    iso_time(&now, now_s);
+    iso_time(&s->started, start_s);
+    up = (((ULONGLONG)now.dwHighDateTime << 32) | now.dwLowDateTime) - (((ULONGLONG)s->started.dwHighDateTime << 32) | s->started.dwLowDateTime);
+    QueryInformationJobObject(s->job, JobObjectBasicAccountingInformation, &a, sizeof(a), NULL);
+    list[0] = 0;
+    if (with_list)
+        process_list(s, list, 60000);
+    swprintf(doc, 65536,
+             L"{\"Id\":\"%ls\",\"State\":\"%ls\",\"Stopped\":%ls,\"Statistics\":{\"Timestamp\":\"%ls\",\"ContainerStartTime\":\"%ls\",\"Uptime100ns\":%llu,"
+             L"\"Processor\":{\"TotalRuntime100ns\":%llu,\"RuntimeUser100ns\":%llu,\"RuntimeKernel100ns\":%llu}}%ls%ls}",
+             s->id, state_name(s->state), s->state == STATE_STOPPED ? L"true" : L"false", now_s, start_s, up,
+             a.TotalUserTime.QuadPart + a.TotalKernelTime.QuadPart, a.TotalUserTime.QuadPart, a.TotalKernelTime.QuadPart,
+             list[0] ? L",\"ProcessList\":" : L"", list);
+    op_complete(op, S_OK, doc, NULL);
+    free(doc);
+    free(list);
+    return S_OK;
+}
+
+/* systems_enumerate lists the node's systems with their states, of the
+ * owners the query names, if it names any. */
+void systems_enumerate(const WCHAR *query, sop_t *op)
+{
+    size_t n = 2, used;
+    WCHAR *doc, owner[80];
+    sys_t *s;
+    for (s = systems; s; s = s->next)
+        n += 400 + wcslen(s->id);
+    doc = calloc(n, sizeof(WCHAR));
+    wcscpy(doc, L"[");
+    for (s = systems; s; s = s->next) {
+        if (!system_find(s->id) || system_find(s->id) != s)
+            continue;
+        swprintf(owner, 80, L"\"%ls\"", s->owner);
+        if (query && wcsstr(query, L"\"Owners\"") && !wcsstr(query, owner))
+            continue;
+        used = wcslen(doc);
+        swprintf(doc + used, n - used, L"%ls{\"Id\":\"%ls\",\"Owner\":\"%ls\",\"State\":\"%ls\",\"SystemType\":\"Container\",\"RuntimeOsType\":\"Windows\"}",
+                 used > 1 ? L"," : L"", s->id, s->owner, state_name(s->state));
+    }
+    wcscat(doc, L"]");
+    op_complete(op, S_OK, doc, NULL);
+    free(doc);
+}
