@@ -123,3 +123,60 @@ func TestHostEventHandlerInTheChain(t *testing.T) {
 		t.Fatal("CTRL_C did not reach the program through the shim's handler")
 	}
 }
+
+// CTRL_SHUTDOWN_EVENT as Windows delivers it: a new thread in the process
+// runs kernelbase's CtrlRoutine with the event, which calls the process's
+// handlers, last added first, then the default one (ExitProcess). Wine's
+// CtrlRoutine does the same, though Wine never starts it for this event.
+// With the shim's handler the thread holds on and the program sees no
+// SIGTERM (pkg/shim would end the shim on one); once released, the chain
+// stops at the shim's handler.
+func TestShutdownEventInTheChain(t *testing.T) {
+	kernelbase := windows.NewLazySystemDLL("kernelbase.dll")
+	ctrlRoutine := kernelbase.NewProc("CtrlRoutine")
+	if err := ctrlRoutine.Find(); err != nil {
+		t.Fatalf("kernelbase.dll exports no CtrlRoutine: %v", err)
+	}
+	terms := make(chan os.Signal, 1)
+	signal.Notify(terms, syscall.SIGTERM)
+	t.Cleanup(func() { signal.Stop(terms) })
+	release := make(chan struct{})
+	handler := hostEventHandler(release)
+	if err := addConsoleHandler(handler); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { procSetConsoleCtrlHandler.Call(handler, 0) })
+	released := false
+	t.Cleanup(func() {
+		if !released {
+			close(release)
+		}
+	})
+
+	createThread := windows.NewLazySystemDLL("kernel32.dll").NewProc("CreateThread")
+	h, _, err := createThread.Call(0, 0, ctrlRoutine.Addr(), windows.CTRL_SHUTDOWN_EVENT, 0, 0)
+	if h == 0 {
+		t.Fatalf("CreateThread(CtrlRoutine, CTRL_SHUTDOWN_EVENT): %v", err)
+	}
+	thread := windows.Handle(h)
+	t.Cleanup(func() { windows.CloseHandle(thread) })
+
+	select {
+	case s := <-terms:
+		t.Fatalf("CTRL_SHUTDOWN_EVENT reached the program as %v: pkg/shim ends the shim on it", s)
+	case <-time.After(500 * time.Millisecond):
+	}
+	if ev, err := windows.WaitForSingleObject(thread, 0); ev != uint32(windows.WAIT_TIMEOUT) {
+		t.Fatalf("the event's thread ended at once (%d, %v): Windows would go on to end the process", ev, err)
+	}
+	close(release)
+	released = true
+	if ev, err := windows.WaitForSingleObject(thread, 10000); ev != windows.WAIT_OBJECT_0 {
+		t.Fatalf("the event's thread did not end once the handler was released: %d, %v", ev, err)
+	}
+	select {
+	case s := <-terms:
+		t.Errorf("%v reached the program after the shim's handler took the event", s)
+	case <-time.After(200 * time.Millisecond):
+	}
+}
