@@ -101,7 +101,7 @@ func snapshotterOrder(svcs Services, cdDeps []string) []issue {
 	if containsFold(cdDeps, snapshotterService) {
 		return nil
 	}
-	return []issue{{Warn, fmt.Sprintf("containerd does not depend on %s: the service manager may start containerd before it and stop it while containerd still stops and removes containers", snapshotterService),
+	return []issue{{Warn, fmt.Sprintf("containerd does not depend on %s: the service manager may start containerd first, and stop the snapshotter while containerd still needs it to stop and remove containers", snapshotterService),
 		[]string{fmt.Sprintf("sc.exe config %s depend= %s", containerdService, dependList(cdDeps, snapshotterService))}}}
 }
 
@@ -135,7 +135,7 @@ func kubeletOrder(svcs Services, kubeletDeps []string) []issue {
 	if len(late) == 0 {
 		return nil
 	}
-	return []issue{{Warn, fmt.Sprintf("%s (%s) does not list the kubelet before %s: the kubelet's dependencies changed since it started", preshutdownOrderKey, formatDeps(order), strings.Join(late, ", ")),
+	return []issue{{Warn, fmt.Sprintf("%s (%s) does not list the kubelet before %s: the kubelet has not started since its dependencies changed", preshutdownOrderKey, formatDeps(order), strings.Join(late, ", ")),
 		[]string{restart}}}
 }
 
