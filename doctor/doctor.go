@@ -13,7 +13,9 @@
 // emulation, and on Windows HCS's compute systems and the HCS and
 // HostProcess backends' records), which Options.Fix removes; and which
 // teardowns or terminates are still carried on in the background
-// (terminations).
+// (terminations); and, on a Windows node, that containerd depends on the
+// snapshotter's service and the kubelet on containerd, and that the kubelet
+// placed itself before them in PreshutdownOrder (node shutdown).
 //
 // Every check says what it found and, when something is wrong, a concrete
 // fix. The checks reach the node only through System (files, programs,
@@ -108,6 +110,7 @@ const (
 	CheckHostProcess  = "hostprocess"
 	CheckOrphans      = "orphans"
 	CheckTerminations = "terminations"
+	CheckShutdown     = "node shutdown"
 )
 
 // DefaultHandler is the runtime handler name the checks look for.
@@ -182,6 +185,7 @@ func Run(ctx context.Context, o Options) *Report {
 	d.checkHostProcess()
 	d.checkOrphans(ctx)
 	d.checkTerminations()
+	d.checkShutdown()
 	if len(o.RuntimeClasses) > 0 {
 		d.checkRuntimeClasses()
 	}

@@ -36,6 +36,7 @@ type fakeSystem struct {
 	access    map[string]DirAccess // DirAccess by path; others do not exist
 	accessErr error                // DirAccess's error for every path
 	leftovers *fakeLeftovers
+	services  *fakeServices // nil: no service manager
 }
 
 func (s *fakeSystem) GOOS() string { return s.goos }
@@ -59,6 +60,13 @@ func (s *fakeSystem) Leftovers() Leftovers {
 		return nil // the check does not run
 	}
 	return s.leftovers
+}
+
+func (s *fakeSystem) Services() Services {
+	if s.services == nil {
+		return nil
+	}
+	return s.services
 }
 
 func (s *fakeSystem) LookPath(f string) (string, error) {
@@ -285,7 +293,7 @@ func TestDoctorRunHealthy(t *testing.T) {
 			t.Errorf("%s: %s %q, fix %q", c.Name, c.Status, c.Summary, c.Fix)
 		}
 	}
-	want := []string{CheckConfig, CheckHandler, CheckProxyPlugins, CheckUnpack, CheckShim, CheckContainerd, CheckSnapshotter, CheckPlugins, CheckPauseImage, CheckStateDirs, CheckHostProcess, CheckTerminations}
+	want := []string{CheckConfig, CheckHandler, CheckProxyPlugins, CheckUnpack, CheckShim, CheckContainerd, CheckSnapshotter, CheckPlugins, CheckPauseImage, CheckStateDirs, CheckHostProcess, CheckTerminations, CheckShutdown}
 	if fmt.Sprint(names) != fmt.Sprint(want) {
 		t.Errorf("checks %v, want %v", names, want)
 	}
@@ -300,7 +308,7 @@ func TestDoctorRunHealthy(t *testing.T) {
 		"OK    handler        winproc: runtime_type io.containerd.winproc.v2, sandboxer shim, snapshotter windowsfilter\n",
 		"      pause_image example.com/winproc/pause:test\n",
 		"OK    state dirs     administrators only: /var/lib/winproc-snapshotter\n",
-		"\n12 checks: 0 failed, 0 warnings\n",
+		"\n13 checks: 0 failed, 0 warnings\n",
 	} {
 		if !strings.Contains(text.String(), want) {
 			t.Errorf("text output lacks %q", want)

@@ -49,6 +49,9 @@ type System interface {
 	// left; nil where winproc cannot list them, and the orphans check
 	// does not run.
 	Leftovers() Leftovers
+	// Services reads the service manager and the registry; nil off
+	// Windows, and the node shutdown check says it did not run.
+	Services() Services
 }
 
 // Containerd is what the checks ask containerd. Errors are containerd's
@@ -153,3 +156,5 @@ func (local) HostBuild() (winbuild.Version, error) { return winbuild.Host() }
 func (local) Containerd(address string) (Containerd, error) { return dialContainerd(address) }
 
 func (local) Leftovers() Leftovers { return localLeftovers() }
+
+func (local) Services() Services { return localServices() }

@@ -11,9 +11,12 @@ Steps (each is safe to run again; see README.md beside this script):
      finds shims there), winproc-snapshotter.exe and winproc.exe in -InstallDir;
   3. registers winproc-snapshotter as a Windows service (or, with -SnapshotterAsTask, as a
      startup task) serving \\.\pipe\ProtectedPrefix\Administrators\winproc-snapshotter, and starts it;
+     makes containerd depend on it, and a kubelet service on containerd, keeping their other
+     dependencies (the order of the kubelet's graceful node shutdown);
   4. copies containerd-winproc.toml into containerd's conf.d and adds it to config.toml's
      imports (config.toml is backed up first, and restored if containerd rejects the result);
-  5. restarts containerd and checks that the windowsfilter snapshotter and differ are loaded;
+  5. restarts containerd (and the kubelet, if it ran) and checks that the windowsfilter
+     snapshotter and differ are loaded;
   6. builds the pause image for this node's Windows build from -PauseBaseLayout with
      `winproc image pause`, imports it as winproc.local/pause:node, and runs `winproc doctor`;
   7. applies the RuntimeClass for this node's build with kubectl, when kubectl is here;
@@ -71,6 +74,9 @@ $FragmentFile = 'containerd-winproc.toml'
 # With -DefaultHandler this fragment is installed as $FragmentFile instead.
 $DefaultFragmentFile = 'containerd-winproc-default.toml'
 $Namespace = 'k8s.io'
+# The kubelet's service, as its graceful node shutdown names it (kubernetes
+# pkg/kubelet/nodeshutdown/nodeshutdown_manager_windows.go).
+$KubeletService = 'kubelet'
 
 function Write-Step([string] $Message) {
     Write-Host "==> $Message" -ForegroundColor Cyan
@@ -128,6 +134,33 @@ function Write-Utf8File([string] $Path, [string] $Text) {
     [System.IO.File]::WriteAllText($Path, $Text, (New-Object System.Text.UTF8Encoding $false))
 }
 
+# Get-ServiceDependency lists what the service $Name depends on, as the
+# service manager keeps it: the services (DependOnService) and the load
+# order groups, with sc.exe's '+' before a group (DependOnGroup).
+function Get-ServiceDependency([string] $Name) {
+    $key = Get-ItemProperty -LiteralPath "HKLM:\SYSTEM\CurrentControlSet\Services\$Name" -ErrorAction SilentlyContinue
+    $deps = @()
+    if ($key -and $key.PSObject.Properties['DependOnService']) { $deps += @($key.DependOnService | Where-Object { $_ }) }
+    if ($key -and $key.PSObject.Properties['DependOnGroup']) { $deps += @($key.DependOnGroup | Where-Object { $_ } | ForEach-Object { "+$_" }) }
+    return , $deps
+}
+
+# Set-ServiceDependency makes the service $Name depend on $On ($Add) or not
+# (-not $Add), keeping every other dependency it has: `sc.exe config
+# depend=` replaces the whole list, so the list is read first.
+function Set-ServiceDependency([string] $Name, [string] $On, [bool] $Add) {
+    $deps = Get-ServiceDependency $Name
+    $has = $deps -contains $On
+    if ($has -eq $Add) { return }
+    # @(): an if's output is unrolled, and one entry or none is no array.
+    $new = @(if ($Add) { @($deps) + $On } else { $deps | Where-Object { $_ -ne $On } })
+    # sc.exe takes '/' between entries and a lone '/' for none.
+    $list = if ($new.Count -gt 0) { $new -join '/' } else { '/' }
+    Invoke-Native 'sc.exe' @('config', $Name, 'depend=', $list) | Out-Null
+    $verb = if ($Add) { 'now depends on' } else { 'no longer depends on' }
+    Write-Host "    $Name $verb $On"
+}
+
 # --- 1. the node -------------------------------------------------------------
 
 function Get-Node {
@@ -181,7 +214,12 @@ function Get-Node {
     if (-not (Test-Path (Join-Path $PauseBaseLayout 'index.json'))) {
         throw "$PauseBaseLayout (-PauseBaseLayout) is not an OCI image layout (it has no index.json)."
     }
+    # Stopping the snapshotter (step 2) also stops containerd and the
+    # kubelet, which depend on it; step 5 starts them again.
+    $kubelet = Get-Service $KubeletService -ErrorAction SilentlyContinue
     return [pscustomobject]@{
+        Kubelet    = [bool]$kubelet
+        KubeletRan = [bool]($kubelet -and $kubelet.Status -eq 'Running')
         Build      = $build
         Containerd = $containerd
         Dir        = $dir
@@ -194,6 +232,7 @@ function Get-Node {
 
 function Stop-Snapshotter {
     if (Get-Service $ServiceName -ErrorAction SilentlyContinue) {
+        # -Force: containerd and the kubelet depend on it and stop too.
         Stop-Service $ServiceName -Force
         Invoke-Native 'sc.exe' @('delete', $ServiceName) | Out-Null
         Wait-Until { -not (Get-Service $ServiceName -ErrorAction SilentlyContinue) } 30 "The $ServiceName service is still there 30 s after sc.exe delete (close services.msc and retry)."
@@ -257,6 +296,27 @@ function Register-Snapshotter {
     }
     Wait-Until { Test-Pipe $SnapshotterPipe } 30 "Nothing listens on $SnapshotterPipe 30 s after $ServiceName started."
     Write-Host "    listening on $SnapshotterPipe, snapshots in $SnapshotterRoot"
+}
+
+# Set-ServiceOrder orders the services for the node's start, stop and
+# shutdown: containerd depends on winproc-snapshotter (it needs it to stop
+# and remove containers), and the kubelet on containerd. The kubelet's
+# graceful node shutdown reads its own dependencies at start and places
+# itself before the first of them in PreshutdownOrder, so it stops the
+# pods while containerd and the snapshotter still run. A startup task is
+# no service: containerd must not depend on one that is gone, or it does
+# not start.
+function Set-ServiceOrder($Node) {
+    Write-Step 'Ordering the services'
+    Set-ServiceDependency 'containerd' $ServiceName (-not $SnapshotterAsTask)
+    if ($Node.Kubelet) {
+        Set-ServiceDependency $KubeletService 'containerd' $true
+    }
+    foreach ($name in @('containerd', $KubeletService)) {
+        if ($name -eq 'containerd' -or $Node.Kubelet) {
+            Write-Host "    $name depends on: $((Get-ServiceDependency $name) -join ', ')"
+        }
+    }
 }
 
 # --- 4. containerd's config --------------------------------------------------
@@ -344,6 +404,12 @@ function Restart-Containerd($Node) {
         }
     }
     Write-Host '    windowsfilter snapshotter and differ: ok'
+    # The kubelet stopped with the services it depends on; started again,
+    # it reads its dependencies and writes the preshutdown order anew.
+    if ($Node.KubeletRan) {
+        Start-Service $KubeletService
+        Write-Host "    $KubeletService started again"
+    }
 }
 
 # --- 6. the pause image ------------------------------------------------------
@@ -430,6 +496,7 @@ function Test-Handler {
 $node = Get-Node
 Install-Binaries $node
 Register-Snapshotter
+Set-ServiceOrder $node
 Merge-Config $node
 Restart-Containerd $node
 Import-PauseImage $node

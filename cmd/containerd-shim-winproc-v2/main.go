@@ -11,6 +11,7 @@ import (
 	"os"
 
 	"github.com/containerd/containerd/v2/pkg/shim"
+	"github.com/containerd/log"
 
 	"github.com/winproc/winproc/internal/containerdnames"
 	"github.com/winproc/winproc/shim/manager"
@@ -26,6 +27,10 @@ func main() {
 			os.Exit(1)
 		}
 		return
+	}
+	if err := holdThroughHostShutdown(); err != nil {
+		// The shim still serves; it may end early at the host's shutdown.
+		log.L.WithError(err).Warn("cannot hold on through the host's shutdown")
 	}
 	shim.RunShim(context.Background(), m, func(c *shim.Config) {
 		// pkg/shim's reaper waits for any child and would take exit

@@ -39,6 +39,9 @@ with what it found and, when something is wrong, how to fix it:
   orphans        (Linux emulation) no compute system is left that no running
                  shim serves and containerd has no task of, as a crash of
                  the shims and containerd leaves them; -fix removes them
+  node shutdown  (Windows) containerd depends on winproc-snapshotter, the
+                 kubelet on containerd, and the kubelet is before them in
+                 PreshutdownOrder (its graceful node shutdown)
   runtimeclass   (with -runtimeclass) the RuntimeClasses naming the handler
                  select this node's build and tolerate os=windows:NoSchedule
 

@@ -348,7 +348,7 @@ func TestDoctor(t *testing.T) {
 	if err != nil {
 		t.Fatalf("doctor: %v\n%s", err, out)
 	}
-	checks := []string{"config", "handler", "proxy plugins", "unpack", "shim", "containerd", "snapshotter", "plugins", "pause image", "state dirs", "hostprocess", "orphans", "terminations"}
+	checks := []string{"config", "handler", "proxy plugins", "unpack", "shim", "containerd", "snapshotter", "plugins", "pause image", "state dirs", "hostprocess", "orphans", "terminations", "node shutdown"}
 	for _, c := range checks {
 		if !regexp.MustCompile(`(?m)^OK +` + c + ` `).MatchString(out) {
 			t.Errorf("doctor did not pass the %s check:\n%s", c, out)
