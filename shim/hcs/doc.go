@@ -32,7 +32,10 @@
 // notification callback as HCS does, read HCS's errors, and run the binding
 // against a stand-in of computecore.dll (testdata/fakecomputecore, built
 // and run under Wine by binding_wine_test.go). The whole package's tests
-// also run as a Windows binary under Wine.
+// also run as a Windows binary under Wine. The fake binding's fault plan
+// (faultplan_test.go) takes the node's stand-ins' fault lines
+// (integration/winenode/testdata/standins/faults.h), with the same kinds
+// (faultline_test.go).
 //
 // # Lifecycle
 //

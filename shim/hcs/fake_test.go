@@ -284,7 +284,7 @@ func (h *fakeHCS) complete(op hcsHandle, name string, f func() (string, error)) 
 			close(o.done)
 			return
 		}
-		if flt != nil && flt.exits && o.sys != nil {
+		if flt != nil && flt.exit && o.sys != nil {
 			o.sys.stop(flt.status)
 		}
 		if err := h.api.later(name); err != nil {

@@ -40,13 +40,13 @@ type fault struct {
 	// the fault clears). deaf: cancelling does not end it either; it
 	// completes, as if nothing happened, when the fault clears.
 	stall, deaf bool
-	// exits: the system exits during the operation (create, start), with
+	// exit: the system exits during the operation (create, start), with
 	// status (nil: 0).
-	exits  bool
+	exit   bool
 	status error
-	// For a notification: drop, it never comes; twice, it comes twice;
+	// For a notification: lost, it never comes; twice, it comes twice;
 	// late, it comes when the fault clears.
-	drop, twice, late bool
+	lost, twice, late bool
 }
 
 type activeFault struct {
@@ -111,7 +111,7 @@ func (a *fakeAPI) notify(name string, keys []uintptr, t eventType, data string) 
 		switch {
 		case f == nil:
 			go hcsEvents.deliver(k, t, data)
-		case f.drop:
+		case f.lost:
 		case f.late:
 			go func() {
 				<-f.cleared

@@ -48,7 +48,7 @@ func TestFaultFailedCreateLeavesNothing(t *testing.T) {
 		{"already exists, unseen by the open", map[string]fault{"create": {call: hrAlreadyExists}}, "HcsCreateComputeSystem", hrAlreadyExists, errdefs.IsAlreadyExists},
 		{"access denied", map[string]fault{"create": {call: hrAccessDenied}}, "HcsCreateComputeSystem", hrAccessDenied, errdefs.IsPermissionDenied},
 		{"service disconnect", map[string]fault{"create": {op: hrDisconnect}}, "HcsCreateComputeSystem", hrDisconnect, errdefs.IsUnavailable},
-		{"exited during create", map[string]fault{"create": {exits: true, status: hrUnexpectedExit, op: hrTerminatedInBoot}}, "HcsCreateComputeSystem", hrTerminatedInBoot, nil},
+		{"exited during create", map[string]fault{"create": {exit: true, status: hrUnexpectedExit, op: hrTerminatedInBoot}}, "HcsCreateComputeSystem", hrTerminatedInBoot, nil},
 		{"stalled to the deadline", map[string]fault{"create": {stall: true}}, "HcsCreateComputeSystem", 0, errdefs.IsDeadlineExceeded},
 		{"stalled past the cancel", map[string]fault{"create": {deaf: true}}, "HcsCreateComputeSystem", 0, errdefs.IsDeadlineExceeded},
 		// Not an HCS function: the silo's job object refuses with ERROR_ACCESS_DENIED.
@@ -130,7 +130,7 @@ func TestFaultTerminateCarriedOn(t *testing.T) {
 		{"refused: service disconnect", "terminate", fault{call: hrDisconnect}, hrDisconnect, errdefs.IsUnavailable, true},
 		{"accepted, failing later", "terminate", fault{op: hrAccessDenied}, 0, nil, true},
 		{"accepted, never carried out", "terminate", fault{deaf: true}, 0, nil, true},
-		{"exit notification lost", "systemExited", fault{drop: true}, 0, nil, false},
+		{"exit notification lost", "systemExited", fault{lost: true}, 0, nil, false},
 		{"exit notification late", "systemExited", fault{late: true}, 0, nil, false},
 		{"exit notification twice", "systemExited", fault{twice: true}, 0, nil, false},
 	}
@@ -257,9 +257,9 @@ func TestFaultSystemExits(t *testing.T) {
 		hr     syscall.Errno
 		unexp  bool // ExitError is an unexpected stop
 	}{
-		{"during create", map[string]fault{"create": {exits: true}}, nil, "HcsStartComputeSystem", 0, false},
-		{"during start", map[string]fault{"start": {exits: true, status: hrUnexpectedExit, op: hrTerminatedInBoot}}, nil, "HcsStartComputeSystem", hrTerminatedInBoot, true},
-		{"before a terminate: HCS_E_INVALID_STATE", map[string]fault{"terminate": {call: hrInvalidState}, "systemExited": {drop: true}}, func(ctx context.Context, f *faultPod) error {
+		{"during create", map[string]fault{"create": {exit: true}}, nil, "HcsStartComputeSystem", 0, false},
+		{"during start", map[string]fault{"start": {exit: true, status: hrUnexpectedExit, op: hrTerminatedInBoot}}, nil, "HcsStartComputeSystem", hrTerminatedInBoot, true},
+		{"before a terminate: HCS_E_INVALID_STATE", map[string]fault{"terminate": {call: hrInvalidState}, "systemExited": {lost: true}}, func(ctx context.Context, f *faultPod) error {
 			f.fc.stop(nil)
 			return f.sys.Terminate(ctx)
 		}, "HcsTerminateComputeSystem", hrInvalidState, false},
@@ -306,10 +306,10 @@ func TestFaultProcessExits(t *testing.T) {
 		self  bool // the process exits by itself (code 7) before the kill
 		code  int
 	}{
-		{"notification lost", fault{drop: true}, false, 1},
+		{"notification lost", fault{lost: true}, false, 1},
 		{"notification late", fault{late: true}, false, 1},
 		{"notification twice", fault{twice: true}, false, 1},
-		{"exited unannounced", fault{drop: true}, true, 7},
+		{"exited unannounced", fault{lost: true}, true, 7},
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {

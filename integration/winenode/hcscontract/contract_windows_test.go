@@ -99,8 +99,9 @@ func eventually(t *testing.T, what string, cond func() bool) {
 // events records the notifications of each callback context.
 var events = struct {
 	sync.Mutex
-	got map[uintptr][]uint32
-}{got: map[uintptr][]uint32{}}
+	got  map[uintptr][]uint32
+	data map[uintptr][]string
+}{got: map[uintptr][]uint32{}, data: map[uintptr][]string{}}
 
 type hcsEvent struct {
 	Type      uint32
@@ -111,9 +112,17 @@ type hcsEvent struct {
 var eventCallback = windows.NewCallback(func(e *hcsEvent, ctx uintptr) uintptr {
 	events.Lock()
 	events.got[ctx] = append(events.got[ctx], e.Type)
+	events.data[ctx] = append(events.data[ctx], windows.UTF16PtrToString(e.EventData))
 	events.Unlock()
 	return 0
 })
+
+// eventDataOf is the data of each notification of ctx.
+func eventDataOf(ctx uintptr) []string {
+	events.Lock()
+	defer events.Unlock()
+	return append([]string(nil), events.data[ctx]...)
+}
 
 func eventsOf(ctx uintptr) []uint32 {
 	events.Lock()

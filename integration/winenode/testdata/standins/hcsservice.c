@@ -122,9 +122,9 @@ void op_complete(sop_t *op, HRESULT hr, const WCHAR *result, const process_t *st
     free(op);
 }
 
-/* send_event notifies each handle of s (p NULL) or of p that has a
- * callback set. */
-void send_event(sys_t *s, process_t *p, UINT32 type, const WCHAR *data)
+/* deliver notifies each handle of s (p NULL) or of p that has a callback
+ * set. */
+static void deliver(sys_t *s, process_t *p, UINT32 type, const WCHAR *data)
 {
     hnd_t *h;
     EnterCriticalSection(&lock);
@@ -137,6 +137,64 @@ void send_event(sys_t *s, process_t *p, UINT32 type, const WCHAR *data)
             conn_send(h->conn, &m, data);
         }
     LeaveCriticalSection(&lock);
+}
+
+typedef struct {
+    sys_t *s;
+    process_t *p;
+    UINT32 type;
+    WCHAR data[160];
+} late_t;
+
+/* deliver_late delivers a notification 300 ms late; it holds the system
+ * (and so its processes) until then. */
+static DWORD WINAPI deliver_late(void *arg)
+{
+    late_t *l = arg;
+    Sleep(300);
+    EnterCriticalSection(&lock);
+    deliver(l->s, l->p, l->type, l->data);
+    system_release(l->s);
+    LeaveCriticalSection(&lock);
+    free(l);
+    return 0;
+}
+
+/* send_event notifies each handle of s (p NULL) or of p that has a
+ * callback set, as the test's fault of the notification (faults.h) says:
+ * lost, twice or late. */
+void send_event(sys_t *s, process_t *p, UINT32 type, const WCHAR *data)
+{
+    HRESULT hr = S_OK;
+    WCHAR again[160];
+    late_t *l;
+    switch (standin_fault(type == EVENT_SYSTEM_EXITED ? "HcsEventSystemExited" : "HcsEventProcessExited", FAULTS_OF_EVENT, &hr)) {
+    case FAULT_LOST:
+        return;
+    case FAULT_TWICE:
+        deliver(s, p, type, data);
+        if (hr == S_OK)
+            wcsncpy(again, data, 159);
+        else if (p)
+            swprintf(again, 160, L"{\"ProcessId\":%lu,\"Exited\":true,\"ExitCode\":%lu}", p->pi.dwProcessId, (DWORD)hr);
+        else
+            swprintf(again, 160, L"{\"Status\":%ld,\"ExitType\":\"UnexpectedExit\"}", (long)hr);
+        again[159] = 0;
+        deliver(s, p, type, again);
+        return;
+    case FAULT_LATE:
+        l = calloc(1, sizeof(late_t));
+        l->s = s;
+        l->p = p;
+        l->type = type;
+        wcsncpy(l->data, data, 159);
+        EnterCriticalSection(&lock);
+        system_hold(s);
+        LeaveCriticalSection(&lock);
+        CloseHandle(CreateThread(NULL, 0, deliver_late, l, 0, NULL));
+        return;
+    }
+    deliver(s, p, type, data);
 }
 
 int system_handles(const sys_t *s)
@@ -158,15 +216,28 @@ static DWORD WINAPI stall_later(void *arg)
     return 0;
 }
 
-/* faulted applies the test's fault of function to its operation: it
- * answers whether the function is done, and with what. A stalled
+typedef struct {
+    sop_t *op;
+    HRESULT hr;
+} deaf_t;
+
+static DWORD WINAPI deaf_later(void *arg)
+{
+    deaf_t *d = arg;
+    Sleep(5000);
+    op_complete(d->op, d->hr, NULL, NULL);
+    free(d);
+    return 0;
+}
+
+/* fault_apply applies a fault of kind call, op, stall or deaf of function
+ * to op: it answers whether the function is done, and with what. A stalled
  * operation completes once cancelled (or after a minute, so that no test
  * hangs on a caller that never cancels). */
-BOOL faulted(const char *function, sop_t *op, HRESULT *ret)
+BOOL fault_apply(int kind, HRESULT hr, const char *function, sop_t *op, HRESULT *ret)
 {
-    HRESULT hr = S_OK;
     *ret = S_OK;
-    switch (standin_fault(function, &hr)) {
+    switch (kind) {
     case FAULT_CALL:
         *ret = hr;
         return TRUE;
@@ -179,8 +250,22 @@ BOOL faulted(const char *function, sop_t *op, HRESULT *ret)
     case FAULT_STALL:
         CloseHandle(CreateThread(NULL, 0, stall_later, op, 0, NULL));
         return TRUE;
+    case FAULT_DEAF: {
+        deaf_t *d = calloc(1, sizeof(deaf_t));
+        d->op = op;
+        d->hr = hr;
+        CloseHandle(CreateThread(NULL, 0, deaf_later, d, 0, NULL));
+        return TRUE;
+    }
     }
     return FALSE;
+}
+
+BOOL faulted(const char *function, sop_t *op, HRESULT *ret)
+{
+    HRESULT hr = S_OK;
+    int kind = standin_fault(function, FAULTS_OF_CALL, &hr);
+    return fault_apply(kind, hr, function, op, ret);
 }
 
 /* -- handles -- */

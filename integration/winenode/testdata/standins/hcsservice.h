@@ -88,8 +88,10 @@ HRESULT process_terminate(process_t *p, sop_t *op);
 HRESULT process_modify(process_t *p, sop_t *op, const WCHAR *settings);
 HRESULT process_properties(process_t *p, sop_t *op, const WCHAR *query);
 
-/* faulted applies the test's fault of function (faults.h) to op. */
+/* faulted applies the test's fault of function (faults.h) to op;
+ * fault_apply applies one of kind call, op, stall or deaf. */
 BOOL faulted(const char *function, sop_t *op, HRESULT *ret);
+BOOL fault_apply(int kind, HRESULT hr, const char *function, sop_t *op, HRESULT *ret);
 
 /* hcsenv.c */
 const WCHAR *json_read(const WCHAR *p, WCHAR *out, size_t n);

@@ -50,6 +50,7 @@
  * the stand-in's choice, not documented.
  */
 #include "hcsservice.h"
+#include "faults.h"
 #include <stdio.h>
 #include <stdlib.h>
 
@@ -181,10 +182,12 @@ HRESULT system_create(const WCHAR *id, const WCHAR *config, sop_t *op, sys_t **o
     return S_OK;
 }
 
+static BOOL system_faulted(const char *function, sys_t *s, sop_t *op, HRESULT *ret);
+
 HRESULT system_start(sys_t *s, sop_t *op)
 {
     HRESULT hr;
-    if (faulted("HcsStartComputeSystem", op, &hr))
+    if (system_faulted("HcsStartComputeSystem", s, op, &hr))
         return hr;
     if (s->state != STATE_CREATED) {
         op_complete(op, s->state == STATE_STOPPED ? HCS_E_SYSTEM_ALREADY_STOPPED : HCS_E_INVALID_STATE, NULL, NULL);
@@ -196,9 +199,9 @@ HRESULT system_start(sys_t *s, sop_t *op)
     return S_OK;
 }
 
-/* stopped records the system's exit once, notifies it, and drops the
- * list's reference. Under lock. */
-static void stopped(sys_t *s)
+/* stopped_with records the system's exit once, notifies it with data
+ * unless data is NULL, and drops the list's reference. Under lock. */
+static void stopped_with(sys_t *s, const WCHAR *data)
 {
     int i;
     if (s->state == STATE_STOPPED)
@@ -209,8 +212,39 @@ static void stopped(sys_t *s)
         HeapFree(GetProcessHeap(), 0, s->links[i]);
     }
     s->nlinks = 0;
-    send_event(s, NULL, EVENT_SYSTEM_EXITED, L"{\"Status\":0,\"ExitType\":\"GracefulExit\"}");
+    if (data)
+        send_event(s, NULL, EVENT_SYSTEM_EXITED, data);
     system_release(s);
+}
+
+static void stopped(sys_t *s) { stopped_with(s, L"{\"Status\":0,\"ExitType\":\"GracefulExit\"}"); }
+
+/* system_faulted applies the test's fault of a system's function
+ * (faults.h): exit and gone stop the system, the others are
+ * fault_apply's. Under lock. */
+static BOOL system_faulted(const char *function, sys_t *s, sop_t *op, HRESULT *ret)
+{
+    HRESULT hr = S_OK;
+    WCHAR doc[160];
+    int kind = standin_fault(function, FAULTS_OF_SYSTEM, &hr);
+    *ret = S_OK;
+    switch (kind) {
+    case FAULT_EXIT:
+        /* The operation fails with the exit's status, which the exit
+         * notification carries too. */
+        swprintf(doc, 160, L"{\"Error\":%ld,\"ErrorMessage\":\"The compute system exited unexpectedly.\"}", (long)hr);
+        op_complete(op, hr, doc, NULL);
+        TerminateJobObject(s->job, 1);
+        swprintf(doc, 160, L"{\"Status\":%ld,\"ExitType\":\"UnexpectedExit\"}", (long)hr);
+        stopped_with(s, doc);
+        return TRUE;
+    case FAULT_GONE:
+        TerminateJobObject(s->job, 1);
+        stopped_with(s, NULL);
+        *ret = hr;
+        return TRUE;
+    }
+    return fault_apply(kind, hr, function, op, ret);
 }
 
 DWORD active_processes(sys_t *s)
@@ -263,7 +297,7 @@ HRESULT system_shutdown(sys_t *s, sop_t *op)
     stop_t *st;
     process_t *p;
     HRESULT hr;
-    if (faulted("HcsShutDownComputeSystem", op, &hr))
+    if (system_faulted("HcsShutDownComputeSystem", s, op, &hr))
         return hr;
     if (s->state == STATE_STOPPED)
         return HCS_E_SYSTEM_ALREADY_STOPPED;
@@ -287,7 +321,7 @@ void system_terminate_now(sys_t *s)
 HRESULT system_terminate(sys_t *s, sop_t *op)
 {
     HRESULT hr;
-    if (faulted("HcsTerminateComputeSystem", op, &hr))
+    if (system_faulted("HcsTerminateComputeSystem", s, op, &hr))
         return hr;
     if (s->state == STATE_STOPPED)
         return HCS_E_SYSTEM_ALREADY_STOPPED;
