@@ -379,6 +379,13 @@ func (h *hostProcessSuite) limits(t *testing.T) {
 	if b, err := os.ReadFile(filepath.Join(st.LimitCgroups["memory"], "memory.limit_in_bytes")); err != nil || strings.TrimSpace(string(b)) != strconv.Itoa(512<<20) {
 		t.Errorf("memory limit after a CPU Modify: %q, %v", b, err)
 	}
+	// A limit below what the silo's processes hold, which the kernel
+	// cannot reclaim without swap, is refused as a precondition.
+	if swaps, _ := os.ReadFile("/proc/swaps"); strings.Count(string(swaps), "\n") <= 1 {
+		if err := h.hpcB.Modify(ctx, compute.Resources{MemoryLimitBytes: 1 << 20}); !errdefs.IsFailedPrecondition(err) {
+			t.Errorf("a memory limit of 1 MiB under running processes: %v, want FailedPrecondition", err)
+		}
+	}
 }
 
 func (h *hostProcessSuite) stopsLikeAJob(t *testing.T) {

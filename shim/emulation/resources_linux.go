@@ -11,6 +11,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/containerd/errdefs"
 	"golang.org/x/sys/unix"
 
 	"github.com/winproc/winproc/shim/compute"
@@ -173,6 +174,11 @@ func (s *system) Modify(ctx context.Context, r compute.Resources) error {
 	}
 	next := changedLimits(s.st.Resources, r)
 	if err := applyLimits(next, s.st.LimitCgroups, s.b.HostCPUs()); err != nil {
+		if errors.Is(err, unix.EBUSY) {
+			// The kernel could not reclaim the silo's pages below the
+			// limit: a job would fail the next allocation instead.
+			return fmt.Errorf("emulation: system %s: the memory limit %d is below what the silo's processes use: %w: %w", s.id, next.MemoryLimitBytes, err, errdefs.ErrFailedPrecondition)
+		}
 		return fmt.Errorf("emulation: system %s: %w", s.id, err)
 	}
 	// A running process's commit limit follows, but for Wine's own; the
