@@ -27,13 +27,14 @@ import (
 // memory limit.
 var usageRefused = regexp.MustCompile(`current usage of (\d+) bytes \((\d+\.\d) MiB committed\)`)
 
-// In-place resize through CRI, in both sandbox modes: UpdateContainerResources
-// with Windows resources, as the kubelet sends it on Windows (KEP-6303),
-// applies CPU, memory and affinity live, and crictl inspect shows them; a
-// memory limit below what the container holds is refused with
-// FailedPrecondition naming both numbers, and the CPU change sent with it
-// is not applied either. (crictl update, built for Linux, sends Linux
-// resources only: the CRI call is made directly.)
+// In-place resize through CRI, in both sandbox modes, of an ordinary and
+// a HostProcess container: UpdateContainerResources with Windows
+// resources, as the kubelet sends it on Windows (KEP-6303), applies CPU,
+// memory and affinity live, and crictl inspect shows them; a memory limit
+// below what the container holds is refused with FailedPrecondition
+// naming both numbers, and the CPU change sent with it is not applied
+// either. (crictl update, built for Linux, sends Linux resources only: the
+// CRI call is made directly.)
 func TestCRIResize(t *testing.T) {
 	forEachSandboxer(t, criResize)
 }
@@ -41,14 +42,41 @@ func TestCRIResize(t *testing.T) {
 func criResize(t *testing.T, sandboxer string) {
 	n := node.StartWith(t, bins, node.Options{Sandboxer: sandboxer})
 	importPodImages(t, n)
+	importHostProcessImage(t, n)
+	rt := criRuntime(t, n)
+	resources := map[string]any{"memory_limit_in_bytes": 256 << 20, "cpu_maximum": 5000}
+	hold := []string{"alloc", "-mb", "64"}
+
 	pod := runPod(t, n, "resize")
 	id := lastLine(crictl(t, n, "create", pod,
-		containerConfig(t, "holder", testAppImage, []string{testApp, "alloc", "-mb", "64"}, map[string]any{
-			"windows": map[string]any{"resources": map[string]any{"memory_limit_in_bytes": 256 << 20, "cpu_maximum": 5000}},
-		}), podConfig(t, "resize")))
+		containerConfig(t, "holder", testAppImage, append([]string{testApp}, hold...), map[string]any{"windows": map[string]any{"resources": resources}}),
+		podConfig(t, "resize")))
+	resizeLive(t, n, rt, id)
+
+	// The same for a HostProcess container, whose limits are its job's.
+	hostWindows := hostProcessSecurity(`NT AUTHORITY\SYSTEM`)
+	hostWindows["resources"] = resources
+	hpPod := runPodWith(t, n, "agents", hostProcessPodConfig(t))
+	hp := lastLine(crictl(t, n, "create", hpPod,
+		containerConfig(t, "holder", hostProcessImage, append([]string{"winproc-testapp.exe"}, hold...), map[string]any{"windows": hostWindows}),
+		hostProcessPodConfig(t)))
+	resizeLive(t, n, rt, hp)
+
+	crictl(t, n, "stop", "-t", "10", id, hp)
+	crictl(t, n, "rm", id, hp)
+	crictl(t, n, "stopp", pod, hpPod)
+	crictl(t, n, "rmp", pod, hpPod)
+	requireNoPodLeft(t, n, pod)
+	requireNoPodLeft(t, n, hpPod)
+}
+
+// resizeLive starts container id, which holds 64 MiB under a 256 MiB limit
+// and a CPU maximum of 5000, grows its limits through CRI, then asks for a
+// memory limit below what it holds with a CPU change, refused whole.
+func resizeLive(t *testing.T, n *node.Node, rt runtime.RuntimeServiceClient, id string) {
+	t.Helper()
 	crictl(t, n, "start", id)
 	waitLog(t, n, id, "holding 64 MiB")
-	rt := criRuntime(t, n)
 	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 	defer cancel()
 
@@ -71,12 +99,6 @@ func criResize(t *testing.T, sandboxer string) {
 		t.Errorf("the usage named is %s bytes; the container holds 64 MiB", m[1])
 	}
 	checkResized(t, n, id, 2500, 512<<20)
-
-	crictl(t, n, "stop", "-t", "10", id)
-	crictl(t, n, "rm", id)
-	crictl(t, n, "stopp", pod)
-	crictl(t, n, "rmp", pod)
-	requireNoPodLeft(t, n, pod)
 }
 
 // checkResized checks container id's limits where crictl inspect shows
