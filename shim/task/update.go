@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"time"
 
 	"github.com/containerd/errdefs"
 	"github.com/containerd/log"
@@ -14,6 +15,10 @@ import (
 )
 
 const mib = 1 << 20
+
+// restoreTimeout bounds the restore of the limits a refused update had
+// applied.
+const restoreTimeout = 30 * time.Second
 
 // UpdateTask changes the limits of task id live (in-place resize): it
 // validates the request, refuses a memory limit below the container's
@@ -99,10 +104,14 @@ func (c *container) applyLimits(ctx context.Context, r compute.Resources, hostCP
 // restore undoes applied, latest first. A limit that cannot be restored is
 // named in the error, so the caller knows what stayed.
 func (c *container) restore(ctx context.Context, applied []limitStep) error {
+	// The restore runs even when the update's caller gave up, within a
+	// bound of its own.
+	ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), restoreTimeout)
+	defer cancel()
 	var errs []error
 	for i := len(applied) - 1; i >= 0; i-- {
 		st := applied[i]
-		if err := c.system.Modify(context.WithoutCancel(ctx), st.restore); err != nil {
+		if err := c.system.Modify(ctx, st.restore); err != nil {
 			errs = append(errs, fmt.Errorf("task %s keeps the new %s: restoring the previous value failed: %w", c.id, st.field, err))
 			continue
 		}
