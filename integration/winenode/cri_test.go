@@ -85,6 +85,7 @@ func criHostProcess(t *testing.T, sandboxer string) {
 	run.forward(port)
 	run.streams(server)
 	criRun(t, n, "update", "--memory", "268435456", server)
+	run.resize(server, false)
 	if out := criRun(t, n, "inspectp", "-o", "json", id); !strings.Contains(out, `"SANDBOX_READY"`) {
 		t.Errorf("inspectp:\n%s", out)
 	}

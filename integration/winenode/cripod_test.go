@@ -104,6 +104,7 @@ func criPod(t *testing.T, sandboxer string) {
 	checkContainerStats(t, n, app)
 	run.podStats(sandboxer)
 	criRun(t, n, "update", "--memory", "268435456", app)
+	run.resize(app, true)
 
 	run.stopGracefully(app)
 	if !strings.Contains(readLog(logs, "app"), "GET /healthz") {

@@ -59,8 +59,12 @@ type System interface {
 	ProcessList(ctx context.Context) ([]ProcessInfo, error)
 	// Modify changes the resource limits of a running system. Zero fields
 	// of r are left as they are; r.CPUAffinity, when set, replaces the
-	// affinity. A backend that cannot change a limit returns
-	// ErrNotSupported.
+	// affinity, and a CPU count, maximum or weight replaces the CPU limit
+	// of whatever kind. A backend that cannot change a limit returns
+	// ErrNotSupported, and one the host refuses for a running system
+	// errdefs.ErrFailedPrecondition, naming it. The task service gives one
+	// kind of limit per call and undoes the kinds applied when a later one
+	// fails; a backend given several applies them in turn.
 	Modify(ctx context.Context, r Resources) error
 	// CreateProcess starts a process in the started system.
 	CreateProcess(ctx context.Context, p *ProcessSettings) (Process, error)

@@ -364,6 +364,28 @@ func (h *hostProcessSuite) limits(t *testing.T) {
 	if b, err := os.ReadFile(filepath.Join(st.LimitCgroups["memory"], "memory.limit_in_bytes")); err != nil || strings.TrimSpace(string(b)) != strconv.Itoa(512<<20) {
 		t.Errorf("memory limit after Modify: %q, %v", b, err)
 	}
+	// A change of one limit leaves the others (a task's update applies
+	// one kind at a time): the CPU quota stays after the memory's change,
+	// the memory limit after the CPU's.
+	if b, _ := os.ReadFile(filepath.Join(st.LimitCgroups["cpu"], "cpu.cfs_quota_us")); strings.TrimSpace(string(b)) != strconv.Itoa(per*h.f.b.HostCPUs()/2) {
+		t.Errorf("CPU quota after a memory Modify: %q, want half of %d processors", b, h.f.b.HostCPUs())
+	}
+	if err := h.hpcB.Modify(ctx, compute.Resources{CPUMaximum: 2500}); err != nil {
+		t.Fatal(err)
+	}
+	if b, _ := os.ReadFile(filepath.Join(st.LimitCgroups["cpu"], "cpu.cfs_quota_us")); strings.TrimSpace(string(b)) != strconv.Itoa(per*h.f.b.HostCPUs()/4) {
+		t.Errorf("CPU quota after a CPU Modify: %q, want a quarter of %d processors", b, h.f.b.HostCPUs())
+	}
+	if b, err := os.ReadFile(filepath.Join(st.LimitCgroups["memory"], "memory.limit_in_bytes")); err != nil || strings.TrimSpace(string(b)) != strconv.Itoa(512<<20) {
+		t.Errorf("memory limit after a CPU Modify: %q, %v", b, err)
+	}
+	// A limit below what the silo's processes hold, which the kernel
+	// cannot reclaim without swap, is refused as a precondition.
+	if swaps, _ := os.ReadFile("/proc/swaps"); strings.Count(string(swaps), "\n") <= 1 {
+		if err := h.hpcB.Modify(ctx, compute.Resources{MemoryLimitBytes: 1 << 20}); !errdefs.IsFailedPrecondition(err) {
+			t.Errorf("a memory limit of 1 MiB under running processes: %v, want FailedPrecondition", err)
+		}
+	}
 }
 
 func (h *hostProcessSuite) stopsLikeAJob(t *testing.T) {

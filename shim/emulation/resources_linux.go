@@ -11,6 +11,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/containerd/errdefs"
 	"golang.org/x/sys/unix"
 
 	"github.com/winproc/winproc/shim/compute"
@@ -135,10 +136,12 @@ func (s *system) ProcessList(ctx context.Context) ([]compute.ProcessInfo, error)
 
 // Modify sets the silo's memory and CPU limits live, as a job object's
 // (limits_linux.go): the cgroups' limits, made on the first one, and each
-// running process's commit limit but Wine's own. A limit this machine
-// cannot enforce (no controller, storage QoS) is ErrNotSupported. CPU
-// affinity binds every process of the silo; an update of the affinity
-// alone leaves the limits as they are.
+// running process's commit limit but Wine's own. A zero field of r leaves
+// that limit as it is (compute.System's contract); a CPU limit replaces
+// the previous one, whatever its kind. A limit this machine cannot
+// enforce (no controller, storage QoS) is ErrNotSupported. CPU affinity
+// binds every process of the silo; an update of the affinity alone leaves
+// the limits as they are.
 func (s *system) Modify(ctx context.Context, r compute.Resources) error {
 	s.mu.Lock()
 	defer s.mu.Unlock()
@@ -148,7 +151,7 @@ func (s *system) Modify(ctx context.Context, r compute.Resources) error {
 	if limits := (compute.Resources{CPUAffinity: r.CPUAffinity}); len(r.CPUAffinity) > 0 && reflect.DeepEqual(r, limits) {
 		return s.setAffinityLocked(r.CPUAffinity)
 	}
-	if !resourcesSet(r) && len(s.st.LimitCgroups) == 0 {
+	if !resourcesSet(r) {
 		return nil
 	}
 	if u := unenforced(r, v1Hierarchies()); len(u) > 0 {
@@ -169,7 +172,13 @@ func (s *system) Modify(ctx context.Context, r compute.Resources) error {
 			return fmt.Errorf("emulation: system %s: %w", s.id, err)
 		}
 	}
-	if err := applyLimits(r, s.st.LimitCgroups, s.b.HostCPUs()); err != nil {
+	next := changedLimits(s.st.Resources, r)
+	if err := applyLimits(next, s.st.LimitCgroups, s.b.HostCPUs()); err != nil {
+		if errors.Is(err, unix.EBUSY) {
+			// The kernel could not reclaim the silo's pages below the
+			// limit: a job would fail the next allocation instead.
+			return fmt.Errorf("emulation: system %s: the memory limit %d is below what the silo's processes use: %w: %w", s.id, next.MemoryLimitBytes, err, errdefs.ErrFailedPrecondition)
+		}
 		return fmt.Errorf("emulation: system %s: %w", s.id, err)
 	}
 	// A running process's commit limit follows, but for Wine's own; the
@@ -179,20 +188,33 @@ func (s *system) Modify(ctx context.Context, r compute.Resources) error {
 		return err
 	}
 	for _, p := range procs {
-		if !s.isServer(p) && !isWineSystemProcess(p.pid) {
+		if r.MemoryLimitBytes != 0 && !s.isServer(p) && !isWineSystemProcess(p.pid) {
 			if err := limitCommit(p.pid, r.MemoryLimitBytes); err != nil {
 				return fmt.Errorf("emulation: system %s: %w", s.id, err)
 			}
 		}
 	}
-	a := r.CPUAffinity
-	r.CPUAffinity = s.st.Resources.CPUAffinity
-	s.st.Resources = r
-	if len(a) > 0 {
+	s.st.Resources = next
+	if len(r.CPUAffinity) > 0 {
 		// Saves the state too.
-		return s.setAffinityLocked(a)
+		return s.setAffinityLocked(r.CPUAffinity)
 	}
 	return saveState(s.dir, s.st)
+}
+
+// changedLimits is prev with r's limits: a zero field of r is no change,
+// and a CPU limit of r replaces prev's, whatever its kind. The affinity is
+// prev's (setAffinityLocked changes it).
+func changedLimits(prev, r compute.Resources) compute.Resources {
+	next := prev
+	if r.CPUCount != 0 || r.CPUMaximum != 0 || r.CPUWeight != 0 {
+		next.CPUCount, next.CPUMaximum, next.CPUWeight = r.CPUCount, r.CPUMaximum, r.CPUWeight
+		next.CPUCountCapped, next.RequestedCPUCount = r.CPUCountCapped, r.RequestedCPUCount
+	}
+	if r.MemoryLimitBytes != 0 {
+		next.MemoryLimitBytes = r.MemoryLimitBytes
+	}
+	return next
 }
 
 // setAffinityLocked binds the silo's processes to a, and records it for the

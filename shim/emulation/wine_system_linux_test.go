@@ -467,8 +467,8 @@ func wineSystemProcessErrors(t *testing.T, w *wineSystem) {
 	if err := sys.Modify(ctx, compute.Resources{StorageIOPSMaximum: 100}); !errors.Is(err, compute.ErrNotSupported) {
 		t.Errorf("Modify of storage QoS: %v, want not supported", err)
 	}
-	// A memory limit where the machine has the controller; none
-	// lifts it again.
+	// A memory limit where the machine has the controller; an
+	// empty Modify changes nothing.
 	if _, ok := v1Hierarchies()["memory"]; ok {
 		if err := sys.Modify(ctx, compute.Resources{MemoryLimitBytes: 1 << 30}); err != nil {
 			t.Errorf("Modify of the memory limit: %v", err)

@@ -22,7 +22,8 @@
 //	errors.go   HRESULTs to errdefs classes
 //	stats.go    Statistics and ProcessList to compute.Stats, ProcessInfo
 //	backend.go  Create (layer mounting, gMSA, affinity, undo), Open
-//	system.go   compute.System: Start, Shutdown, Terminate, Modify, Wait
+//	system.go   compute.System: Start, Shutdown, Terminate, Wait
+//	update.go   Modify: a running container's limits, refusals named
 //	terminate.go terminates carried on until the system stops
 //	process.go  compute.Process: exit handling, Signal, Kill, console;
 //	            stdio copied by shim/relay

@@ -266,55 +266,6 @@ func (s *system) queryFailed(what string, err error) error {
 	return classify(fmt.Sprintf("%s compute system %s", what, s.id), err, f)
 }
 
-// Modify changes the limits of the running container as runhcs does
-// (cmd/containerd-shim-runhcs-v1 task_hcs.go updateWCOWResources): the
-// memory limit in MiB, rounded up to an even number, at
-// Container/Memory/SizeInMB; a processor count, maximum or weight at
-// Container/Processor; the affinity on the silo's job object. Storage
-// limits cannot change.
-func (s *system) Modify(ctx context.Context, r compute.Resources) error {
-	if err := ctx.Err(); err != nil {
-		return err
-	}
-	if err := s.check(); err != nil {
-		return err
-	}
-	if r.StorageIOPSMaximum != 0 || r.StorageBandwidthMaximum != 0 {
-		return notSupported("compute system %s: the storage limits of a running container cannot change; HCS sets them when the container is created", s.id)
-	}
-	for _, req := range modifyRequests(r) {
-		if err := s.c.Modify(ctx, req); err != nil {
-			return s.fail(fmt.Sprintf("change %s of", req.ResourcePath), err)
-		}
-	}
-	if len(r.CPUAffinity) > 0 {
-		if err := s.c.SetAffinity(groupAffinities(r.CPUAffinity)); err != nil {
-			return s.fail("pin the processors of", err)
-		}
-	}
-	return nil
-}
-
-// modifyRequests are the requests that change r's limits.
-func modifyRequests(r compute.Resources) []*schema2.ModifySettingRequest {
-	var reqs []*schema2.ModifySettingRequest
-	if mb := r.MemoryLimitMB(); mb > 0 {
-		reqs = append(reqs, &schema2.ModifySettingRequest{
-			ResourcePath: schema2.ResourceMemoryLimit,
-			RequestType:  schema2.RequestUpdate,
-			Settings:     (mb + 1) &^ 1, // HCS takes 2 MiB steps
-		})
-	}
-	if r.CPUCount != 0 || r.CPUMaximum != 0 || r.CPUWeight != 0 {
-		reqs = append(reqs, &schema2.ModifySettingRequest{
-			ResourcePath: schema2.ResourceProcessorLimits,
-			RequestType:  schema2.RequestUpdate,
-			Settings:     schema2.Processor{Count: int32(r.CPUCount), Maximum: int32(r.CPUMaximum), Weight: int32(r.CPUWeight)},
-		})
-	}
-	return reqs
-}
-
 // CreateProcess is HcsCreateProcess, then the process's pipes: they
 // are the backend's from then on, copied to and from p's streams.
 func (s *system) CreateProcess(ctx context.Context, ps *compute.ProcessSettings) (compute.Process, error) {

@@ -390,4 +390,24 @@ func TestModify(t *testing.T) {
 	if err := sys.Modify(ctx, compute.Resources{CPUWeight: 5}); !errdefs.IsFailedPrecondition(err) {
 		t.Errorf("a refused Modify = %v", err)
 	}
+	// A limit the host refuses for a running container is
+	// FailedPrecondition naming it, not Unimplemented (which containerd
+	// takes for an older task API) nor Unknown.
+	for _, tc := range []struct {
+		name, call string
+		r          compute.Resources
+		fail       func(string, ...error)
+		err        syscall.Errno
+		say        string
+	}{
+		{"E_INVALIDARG for the processor limits", "modify", compute.Resources{CPUCount: 2}, a.failOperation, 0x80070057, "Container/Processor"},
+		{"E_INVALIDARG for the memory limit", "modify", compute.Resources{MemoryLimitBytes: 1 << 30}, a.failOperation, 0x80070057, "Container/Memory/SizeInMB"},
+		{"a job object without group affinity", "affinity", compute.Resources{CPUAffinity: []compute.CPUGroupAffinity{{Mask: 1}}}, a.failNext, 87, "the processor affinity"},
+	} {
+		tc.fail(tc.call, tc.err)
+		err := sys.Modify(ctx, tc.r)
+		if !errdefs.IsFailedPrecondition(err) || errdefs.IsNotImplemented(err) || err == nil || !strings.Contains(err.Error(), tc.say) {
+			t.Errorf("%s: Modify = %v; want FailedPrecondition naming %q", tc.name, err, tc.say)
+		}
+	}
 }

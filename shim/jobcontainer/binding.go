@@ -38,6 +38,10 @@ type binding interface {
 	jobIO(job handle) (ioCounters, error)
 	// peakJobMemory is JobObjectExtendedLimitInformation's PeakJobMemoryUsed.
 	peakJobMemory(job handle) (uint64, error)
+	// jobMemory is JobObjectMemoryUsageInformation's JobMemory: the job's
+	// committed memory now (the class hcsshim's jobcontainers read for a
+	// HostProcess container's statistics, jobobject QueryMemoryStats).
+	jobMemory(job handle) (uint64, error)
 	// jobProcessIDs is QueryInformationJobObject(JobObjectBasicProcessIdList).
 	jobProcessIDs(job handle) ([]uint32, error)
 	terminateJobObject(job handle, code uint32) error

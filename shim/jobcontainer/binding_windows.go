@@ -265,6 +265,23 @@ func (winBinding) peakJobMemory(job handle) (uint64, error) {
 	return uint64(info.PeakJobMemoryUsed), nil
 }
 
+// jobObjectMemoryUsageInformation is the information class
+// JOBOBJECT_MEMORY_USAGE_INFORMATION answers (hcsshim internal/winapi
+// jobobject.go), which Microsoft does not document.
+const jobObjectMemoryUsageInformation = 28
+
+func (winBinding) jobMemory(job handle) (uint64, error) {
+	var info struct{ JobMemory, PeakJobMemoryUsed uint64 }
+	if err := find(procQryJ); err != nil {
+		return 0, err
+	}
+	r, _, e := syscall.SyscallN(procQryJ.Addr(), uintptr(job), jobObjectMemoryUsageInformation, uintptr(unsafe.Pointer(&info)), unsafe.Sizeof(info), 0)
+	if r == 0 {
+		return 0, lastError(e)
+	}
+	return info.JobMemory, nil
+}
+
 func (winBinding) jobProcessIDs(job handle) ([]uint32, error) {
 	if err := find(procQryJ); err != nil {
 		return nil, err

@@ -54,6 +54,9 @@ type fakeHost struct {
 	shimJob *uint32 // the limit flags of the job the shim is in; nil: none
 	profile []string
 	cpus    uint32
+	// jobCommit is the committed memory jobMemory answers; 0: 1000
+	// bytes for each process, what their records say.
+	jobCommit uint64
 }
 
 type fakeJob struct {
@@ -321,6 +324,21 @@ func (f *fakeHost) peakJobMemory(job handle) (uint64, error) {
 	defer f.mu.Unlock()
 	f.job(job)
 	return 1 << 20, f.callLocked("peakJobMemory")
+}
+
+// jobMemory is the job's commit: what its processes' records say they
+// have committed, unless the test set the job's own figure.
+func (f *fakeHost) jobMemory(job handle) (uint64, error) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	j := f.job(job)
+	if err := f.callLocked("jobMemory"); err != nil {
+		return 0, err
+	}
+	if f.jobCommit != 0 {
+		return f.jobCommit, nil
+	}
+	return 1000 * uint64(len(j.active)), nil
 }
 
 func (f *fakeHost) jobProcessIDs(job handle) ([]uint32, error) {

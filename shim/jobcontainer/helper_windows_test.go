@@ -99,6 +99,9 @@ func helper(args []string) int {
 			return 3
 		}
 		fmt.Println("committed")
+		if len(args) > 2 && args[2] == "hold" {
+			time.Sleep(time.Hour)
+		}
 	default:
 		return 2
 	}

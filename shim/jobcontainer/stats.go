@@ -17,15 +17,18 @@ func fromFileTime(t int64) time.Time {
 	return time.Unix(fileTimeEpoch+t/1e7, (t%1e7)*100)
 }
 
-// statsOf is a compute.Stats from the job's accounting, its peak commit
-// and the records of its processes, as runhcs reports a HostProcess
+// jobMemoryUse is a job's committed memory now and at its peak, in bytes.
+type jobMemoryUse struct{ commit, peak uint64 }
+
+// statsOf is a compute.Stats from the job's accounting, its commit and
+// the records of its processes, as runhcs reports a HostProcess
 // container's (hcsshim internal/jobcontainers PropertiesV2): processor
-// times from the job's accounting; memory as the commit of its processes
-// now, the job's peak commit and their private working sets; storage as
+// times from the job's accounting; memory as the job's commit now and at
+// its peak, and its processes' private working sets; storage as
 // the job's I/O counts (all of its processes' I/O, from the documented
 // JobObjectBasicAndIoAccountingInformation; runhcs reads the disk's only,
 // from JobObjectIoAttribution, which Microsoft does not document).
-func statsOf(a accounting, io ioCounters, peak uint64, procs []processRecord, started, now time.Time) *compute.Stats {
+func statsOf(a accounting, io ioCounters, mem jobMemoryUse, procs []processRecord, started, now time.Time) *compute.Stats {
 	s := &compute.Stats{
 		Timestamp:          now,
 		ContainerStartTime: started,
@@ -35,7 +38,7 @@ func statsOf(a accounting, io ioCounters, peak uint64, procs []processRecord, st
 			RuntimeKernelNS: a.TotalKernelTime * 100,
 			TotalRuntimeNS:  (a.TotalUserTime + a.TotalKernelTime) * 100,
 		},
-		Memory: compute.MemoryStats{CommitPeakBytes: peak},
+		Memory: compute.MemoryStats{CommitBytes: mem.commit, CommitPeakBytes: mem.peak},
 		Storage: compute.StorageStats{
 			ReadCount:  io.ReadOperations,
 			ReadBytes:  io.ReadBytes,
@@ -44,7 +47,6 @@ func statsOf(a accounting, io ioCounters, peak uint64, procs []processRecord, st
 		},
 	}
 	for _, p := range procs {
-		s.Memory.CommitBytes += p.PrivateBytes
 		s.Memory.PrivateWorkingSetBytes += p.PrivateSet
 	}
 	return s

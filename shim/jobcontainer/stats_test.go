@@ -21,7 +21,7 @@ func TestFromFileTime(t *testing.T) {
 func TestStatsOf(t *testing.T) {
 	start := time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)
 	now := start.Add(time.Minute)
-	s := statsOf(accounting{TotalUserTime: 7, TotalKernelTime: 3}, ioCounters{ReadOperations: 1, ReadBytes: 2, WriteOperations: 3, WriteBytes: 4}, 900,
+	s := statsOf(accounting{TotalUserTime: 7, TotalKernelTime: 3}, ioCounters{ReadOperations: 1, ReadBytes: 2, WriteOperations: 3, WriteBytes: 4}, jobMemoryUse{commit: 300, peak: 900},
 		[]processRecord{{PrivateBytes: 100, PrivateSet: 10}, {PrivateBytes: 200, PrivateSet: 20}}, start, now)
 	if s.Timestamp != now || s.ContainerStartTime != start || s.Uptime != time.Minute ||
 		s.CPU.TotalRuntimeNS != 1000 || s.CPU.RuntimeUserNS != 700 || s.CPU.RuntimeKernelNS != 300 ||

@@ -311,13 +311,36 @@ func (s *system) Stats(ctx context.Context) (*compute.Stats, error) {
 		if err != nil {
 			return err
 		}
+		commit, err := s.jobCommit(job, procs)
+		if err != nil {
+			return err
+		}
 		s.mu.Lock()
 		started := s.started
 		s.mu.Unlock()
-		st = statsOf(a, io, peak, procs, started, time.Now())
+		st = statsOf(a, io, jobMemoryUse{commit: commit, peak: peak}, procs, started, time.Now())
 		return nil
 	})
 	return st, err
+}
+
+// jobCommit is the job's committed memory now, as runhcs reports it
+// (JobObjectMemoryUsageInformation); a host without that class (Wine)
+// gives the sum of its processes' private bytes, the same figure less
+// what processes that exited still hold.
+func (s *system) jobCommit(job handle, procs []processRecord) (uint64, error) {
+	commit, err := s.b.host.jobMemory(job)
+	if err == nil {
+		return commit, nil
+	}
+	if f := s.b.host.facts(err); !f.NotSupported && !f.InvalidParameter {
+		return 0, s.fail("read the committed memory of", err)
+	}
+	commit = 0
+	for _, p := range procs {
+		commit += p.PrivateBytes
+	}
+	return commit, nil
 }
 
 // ProcessList lists the job's processes.

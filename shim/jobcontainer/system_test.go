@@ -366,3 +366,24 @@ func TestStatsWithoutIOAccounting(t *testing.T) {
 		t.Errorf("Stats when the counters fail = %v", err)
 	}
 }
+
+// The commit Stats reports, which an update's memory check compares, is
+// the job's now (JobObjectMemoryUsageInformation, as runhcs reads it), not
+// its peak; a host without the class (Wine) gives its processes' private
+// bytes; other failures fail.
+func TestStatsJobCommit(t *testing.T) {
+	_, f, s := startedSystem(t)
+	run(t, s, &compute.ProcessSettings{CommandLine: "app.exe ignore"})
+	f.jobCommit = 300 << 20
+	st, err := s.Stats(context.Background())
+	if err != nil || st.Memory.CommitBytes != 300<<20 || st.Memory.CommitPeakBytes != 1<<20 {
+		t.Errorf("Stats = %+v, %v; want the job's commit 300 MiB and its peak 1 MiB", st, err)
+	}
+	f.failNext("jobMemory", errorInvalidParameter, errorAccessDenied)
+	if st, err := s.Stats(context.Background()); err != nil || st.Memory.CommitBytes != 1000 {
+		t.Errorf("Stats on a host without the class = %+v, %v; want the process's 1000 private bytes", st, err)
+	}
+	if _, err := s.Stats(context.Background()); !errdefs.IsPermissionDenied(err) {
+		t.Errorf("Stats when the job's commit fails = %v", err)
+	}
+}

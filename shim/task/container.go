@@ -42,6 +42,11 @@ type container struct {
 	// shutdown of the rest first.
 	killed atomic.Bool
 
+	// resizeMu orders the task's updates; limits are the limits it has
+	// now (created with, then as updated), what a failed update restores.
+	resizeMu sync.Mutex
+	limits   compute.Resources
+
 	mu    sync.Mutex
 	execs map[string]*process.Process
 }

@@ -5,7 +5,9 @@
 //
 // The package is split as hcsshim splits runhcs's: service.go is the RPC
 // edge (request unwrapping, error mapping to gRPC), service_internal.go the
-// service in native Go, which the sandbox service also calls.
+// service in native Go, which the sandbox service also calls; update.go is
+// in-place resize (the memory check, the limits applied kind by kind and
+// restored when one is refused).
 package task
 
 import (

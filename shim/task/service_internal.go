@@ -198,7 +198,7 @@ func (s *Service) create(ctx context.Context, id, bundle string, spec *specs.Spe
 		log.G(ctx).WithField("task", id).Warnf("CPU count %d is more than the host's %d processors; using %d",
 			settings.Resources.RequestedCPUCount, s.backend.HostCPUs(), settings.Resources.CPUCount)
 	}
-	c := &container{id: id, bundle: bundle, execs: map[string]*process.Process{}, release: release, hostProcess: settings.HostProcess != nil}
+	c := &container{id: id, bundle: bundle, execs: map[string]*process.Process{}, release: release, hostProcess: settings.HostProcess != nil, limits: settings.Resources}
 	c.init = process.New(id, procSettings, stdio, process.Hooks{
 		OnExit: c.teardown,
 		Notify: s.exitNotifier(id),
@@ -485,25 +485,6 @@ func (s *Service) CloseProcessIO(ctx context.Context, id, execID string, stdin b
 		return nil
 	}
 	return p.CloseStdin(ctx)
-}
-
-// UpdateTask changes the CPU and memory limits of task id.
-func (s *Service) UpdateTask(ctx context.Context, id string, res *specs.WindowsResources) error {
-	c, err := s.container(id)
-	if err != nil {
-		return err
-	}
-	if res == nil {
-		return fmt.Errorf("update of task %s carries no resources: %w", id, errdefs.ErrInvalidArgument)
-	}
-	resources, err := specconv.ResourcesFromSpec(res, s.backend.HostCPUs())
-	if err != nil {
-		return fmt.Errorf("update of task %s: %w", id, err)
-	}
-	if err := c.system.Modify(ctx, resources); err != nil {
-		return fmt.Errorf("update of task %s: %w", id, err)
-	}
-	return nil
 }
 
 // TaskStats reports the compute system of task id.

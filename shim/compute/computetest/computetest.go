@@ -76,10 +76,16 @@ type System struct {
 	Grace     time.Duration
 	// CreateErr, when set, fails CreateProcess.
 	CreateErr error
+	// Modified are the limits Modify applied, in order; ModifyErr, when
+	// set, is asked first and fails the Modify it answers an error to
+	// (which then applies nothing).
 	Modified  []compute.Resources
-	procs     []*Process
-	stopped   chan struct{}
-	stopOnce  sync.Once
+	ModifyErr func(compute.Resources) error
+	// Memory, when set, is the memory Stats reports.
+	Memory   *compute.MemoryStats
+	procs    []*Process
+	stopped  chan struct{}
+	stopOnce sync.Once
 }
 
 func (s *System) ID() string { return s.id }
@@ -137,10 +143,16 @@ func (s *System) Wait() <-chan struct{} { return s.stopped }
 func (s *System) ExitError() error      { return nil }
 
 func (s *System) Stats(context.Context) (*compute.Stats, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	mem := compute.MemoryStats{CommitBytes: 1 << 20, PrivateWorkingSetBytes: 1 << 19}
+	if s.Memory != nil {
+		mem = *s.Memory
+	}
 	return &compute.Stats{
 		Timestamp: time.Now(),
 		CPU:       compute.CPUStats{TotalRuntimeNS: 5e6, RuntimeUserNS: 4e6, RuntimeKernelNS: 1e6},
-		Memory:    compute.MemoryStats{CommitBytes: 1 << 20, PrivateWorkingSetBytes: 1 << 19},
+		Memory:    mem,
 	}, nil
 }
 
@@ -161,6 +173,11 @@ func (s *System) ProcessList(context.Context) ([]compute.ProcessInfo, error) {
 func (s *System) Modify(_ context.Context, r compute.Resources) error {
 	s.mu.Lock()
 	defer s.mu.Unlock()
+	if s.ModifyErr != nil {
+		if err := s.ModifyErr(r); err != nil {
+			return err
+		}
+	}
 	s.Modified = append(s.Modified, r)
 	return nil
 }
