@@ -99,17 +99,7 @@ func (d *run) checkHandler() {
 	if c.Version <= 2 {
 		sbKey = "sandbox_mode"
 	}
-	switch {
-	case sandboxer != "shim" && sandboxer != "podsandbox":
-		problems = append(problems, issue{Fail, fmt.Sprintf("[%s] has %s = %q; use \"shim\" or \"podsandbox\"", table, sbKey, sandboxer),
-			[]string{fmt.Sprintf(`set %s = %q in [%s], then %s`, sbKey, defaultSandboxer(d.goos), table, d.restartHint())}})
-	case sandboxer == "shim" && d.goos == "windows":
-		// containerd's Windows CRI (sandbox_stats_windows.go
-		// getSandboxPidCount) loads a container record of the sandbox,
-		// which shim mode does not make.
-		problems = append(problems, issue{Warn, "sandboxer shim hides this handler's pods from the kubelet's pod stats: containerd's Windows CRI leaves them out of ListPodSandboxStats and fails PodSandboxStats (the kubelet's PodAndContainerStatsFromCRI, beta from 1.37, and its check before lowering a memory limit in place)",
-			[]string{fmt.Sprintf(`set %s = "podsandbox" in [%s], with the pause image as [plugins.'%s'.pinned_images] sandbox, then %s (docs/cri-sandbox-modes.md)`, sbKey, table, pluginCRIImages, d.restartHint())}})
-	}
+	problems = append(problems, d.sandboxerIssues(table, sbKey, sandboxer)...)
 
 	snap, snNote := d.snapshotter()
 	if snap != snapshotterName {
@@ -154,6 +144,22 @@ func (d *run) checkHandler() {
 	}
 	applyIssues(&r, problems)
 	d.add(r)
+}
+
+// sandboxerIssues are the problems of the handler's sandboxer: one
+// containerd does not know, or shim mode on Windows, whose CRI
+// (sandbox_stats_windows.go getSandboxPidCount) loads a container record
+// of the sandbox, which shim mode does not make.
+func (d *run) sandboxerIssues(table, sbKey, sandboxer string) []issue {
+	switch {
+	case sandboxer != "shim" && sandboxer != "podsandbox":
+		return []issue{{Fail, fmt.Sprintf("[%s] has %s = %q; use \"shim\" or \"podsandbox\"", table, sbKey, sandboxer),
+			[]string{fmt.Sprintf(`set %s = %q in [%s], then %s`, sbKey, defaultSandboxer(d.goos), table, d.restartHint())}}}
+	case sandboxer == "shim" && d.goos == "windows":
+		return []issue{{Warn, "sandboxer shim hides this handler's pods from the kubelet's pod stats: containerd's Windows CRI leaves them out of ListPodSandboxStats and fails PodSandboxStats (the kubelet's PodAndContainerStatsFromCRI, beta from 1.37, and its check before lowering a memory limit in place)",
+			[]string{fmt.Sprintf(`set %s = "podsandbox" in [%s], with the pause image as [plugins.'%s'.pinned_images] sandbox, then %s (docs/cri-sandbox-modes.md)`, sbKey, table, pluginCRIImages, d.restartHint())}}}
+	}
+	return nil
 }
 
 // snapshotter is the handler's effective snapshotter and where it comes
