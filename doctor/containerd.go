@@ -138,13 +138,9 @@ func (c *grpcContainerd) StatSnapshot(ctx context.Context, ns, snapshotter, key 
 func (c *grpcContainerd) Tasks(ctx context.Context, ns string) ([]string, error) {
 	all := []string{ns}
 	if ns == "" {
-		resp, err := namespacesapi.NewNamespacesClient(c.conn).List(ctx, &namespacesapi.ListNamespacesRequest{})
-		if err != nil {
-			return nil, errgrpc.ToNative(err)
-		}
-		all = all[:0]
-		for _, n := range resp.GetNamespaces() {
-			all = append(all, n.GetName())
+		var err error
+		if all, err = c.namespaces(ctx); err != nil {
+			return nil, err
 		}
 	}
 	var ids []string
@@ -158,4 +154,17 @@ func (c *grpcContainerd) Tasks(ctx context.Context, ns string) ([]string, error)
 		}
 	}
 	return ids, nil
+}
+
+// namespaces lists containerd's namespaces.
+func (c *grpcContainerd) namespaces(ctx context.Context) ([]string, error) {
+	resp, err := namespacesapi.NewNamespacesClient(c.conn).List(ctx, &namespacesapi.ListNamespacesRequest{})
+	if err != nil {
+		return nil, errgrpc.ToNative(err)
+	}
+	var all []string
+	for _, n := range resp.GetNamespaces() {
+		all = append(all, n.GetName())
+	}
+	return all, nil
 }

@@ -5,6 +5,7 @@ import (
 	"compress/gzip"
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"io/fs"
 	"strings"
@@ -107,6 +108,28 @@ type fakeContainerd struct {
 	blobs      blobs
 	snapshots  map[string]bool // snapshotter + "/" + key
 	tasks      map[string][]string
+	// pauseRootfs are the shim's pause rootfs snapshots; released those
+	// ReleasePauseRootfs removed.
+	pauseRootfs []PauseRootfs
+	released    []string
+}
+
+func (c *fakeContainerd) PauseRootfs(_ context.Context, snapshotter string) ([]PauseRootfs, error) {
+	if c.down {
+		return nil, c.unavailable()
+	}
+	if snapshotter != "windowsfilter" {
+		return nil, fmt.Errorf("snapshotter %q", snapshotter)
+	}
+	return c.pauseRootfs, nil
+}
+
+func (c *fakeContainerd) ReleasePauseRootfs(ctx context.Context, _ string, r PauseRootfs) error {
+	if _, ok := ctx.Deadline(); !ok {
+		return errors.New("released without a deadline")
+	}
+	c.released = append(c.released, r.Namespace+"/"+r.Sandbox)
+	return nil
 }
 
 func (c *fakeContainerd) Close() error { return nil }

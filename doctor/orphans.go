@@ -6,6 +6,8 @@ import (
 	"fmt"
 	"strings"
 	"time"
+
+	"github.com/winproc/winproc/internal/containerdnames"
 )
 
 // Orphan is a compute system winproc left on the node that no running
@@ -29,6 +31,9 @@ type Orphan struct {
 	// Held is what else it holds, one thing each (on Windows: its state
 	// in HCS, its scratch layer, bindings, temporary users).
 	Held []string
+	// pauseRootfs marks a sandbox's pause rootfs in containerd
+	// (stalePauseRootfs), which containerd releases, not the backend.
+	pauseRootfs bool
 }
 
 // Leftovers finds and removes orphans: the compute backend's side of the
@@ -78,6 +83,11 @@ func (d *run) checkOrphans(ctx context.Context) {
 	}
 	r := Result{Name: CheckOrphans, Status: OK}
 	orphans, err := lo.Find(ctx, state, tasks)
+	if err == nil {
+		var rootfs []Orphan
+		rootfs, err = d.stalePauseRootfs(ctx)
+		orphans = append(orphans, rootfs...)
+	}
 	switch {
 	case err != nil:
 		r.Status, r.Summary = Warn, fmt.Sprintf("cannot look for orphans %s: %v", lo.Where(state), err)
@@ -105,7 +115,12 @@ func (d *run) removeOrphans(ctx context.Context, lo Leftovers, state string, orp
 	var failed []string
 	for _, o := range orphans {
 		rctx, cancel := context.WithTimeout(ctx, orphanRemoveTimeout)
-		err := lo.Remove(rctx, state, o)
+		var err error
+		if o.pauseRootfs {
+			err = d.cd.ReleasePauseRootfs(rctx, containerdnames.Snapshotter, PauseRootfs{Namespace: o.Namespace, Sandbox: o.ID})
+		} else {
+			err = lo.Remove(rctx, state, o)
+		}
 		cancel()
 		if err != nil {
 			failed = append(failed, fmt.Sprintf("%s/%s: %v", o.Namespace, o.ID, err))

@@ -54,6 +54,7 @@ func TestOrphans(t *testing.T) {
 		details     []string // each held by some detail line
 		fix         string
 		removed     []string
+		released    []string // pause rootfs
 		state       string
 		tasksAnswer bool
 	}{
@@ -70,6 +71,17 @@ func TestOrphans(t *testing.T) {
 		},
 			status: Fail, summary: "1 of 2 compute systems left behind could not be removed: k8s.io/pod1: still mounted",
 			details: []string{"removed k8s.io/.hostprocess"}, fix: "winproc doctor -fix again", removed: []string{".hostprocess"}, state: "/run/containerd", tasksAnswer: true},
+		{name: "a stale pause rootfs", change: func(s *fakeSystem, _ *Options) {
+			s.cd.pauseRootfs = []PauseRootfs{{Namespace: "k8s.io", Sandbox: "gone"}, {Namespace: "k8s.io", Sandbox: "pod2", SandboxKnown: true}}
+		},
+			status: Fail, summary: "1 compute systems left behind",
+			details: []string{"k8s.io/gone (containerd has no sandbox gone): pause rootfs snapshot winproc-sandbox-gone"},
+			fix:     "winproc doctor -fix", state: "/run/containerd", tasksAnswer: true},
+		{name: "a stale pause rootfs released", change: func(s *fakeSystem, o *Options) {
+			s.cd.pauseRootfs, o.Fix = []PauseRootfs{{Namespace: "k8s.io", Sandbox: "gone"}, {Namespace: "k8s.io", Sandbox: "pod2", SandboxKnown: true}}, true
+		},
+			status: OK, summary: "removed 1 compute systems", details: []string{"removed k8s.io/gone"},
+			released: []string{"k8s.io/gone"}, state: "/run/containerd", tasksAnswer: true},
 		{name: "cannot look", change: func(s *fakeSystem, _ *Options) { s.leftovers.findErr = errors.New("permission denied") },
 			status: Warn, summary: "cannot look for orphans under /run/containerd: permission denied", state: "/run/containerd", tasksAnswer: true},
 		{name: "containerd down: Find is told", change: func(s *fakeSystem, _ *Options) { s.cd.down = true },
@@ -105,6 +117,9 @@ func TestOrphans(t *testing.T) {
 			lo := sys.leftovers
 			if !slices.Equal(lo.removed, tc.removed) {
 				t.Errorf("removed %v, want %v", lo.removed, tc.removed)
+			}
+			if !slices.Equal(sys.cd.released, tc.released) {
+				t.Errorf("pause rootfs released %v, want %v", sys.cd.released, tc.released)
 			}
 			if lo.state != tc.state {
 				t.Errorf("looked under %q, want %q", lo.state, tc.state)

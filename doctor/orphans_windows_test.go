@@ -5,6 +5,7 @@ package doctor
 import (
 	"context"
 	"encoding/json"
+	"fmt"
 	"os"
 	"path/filepath"
 	"strings"
@@ -25,11 +26,14 @@ import (
 func TestWindowsLeftovers(t *testing.T) {
 	root := winetest.TempDir(t)
 	w := windowsLeftovers{hcsDir: filepath.Join(root, "hcs"), jobDir: filepath.Join(root, "jobcontainer")}
-	self, err := json.Marshal(record.Self())
+	me := record.Self()
+	self, err := json.Marshal(me)
 	if err != nil {
 		t.Fatal(err)
 	}
-	gone := `{"pid":1073741824,"start":1}`
+	// A shim of this boot that is gone: a scratch it held may still be
+	// active (record.BootedSince).
+	gone := fmt.Sprintf(`{"pid":1073741824,"start":%d}`, me.Start)
 	files := map[string]string{
 		filepath.Join(w.hcsDir, "stale.json"):       `{"id":"stale","scratch":"C:\\snapshots\\stale","shim":` + gone + `}`,
 		filepath.Join(w.hcsDir, "served.json"):      `{"id":"served","scratch":"C:\\snapshots\\served","shim":` + string(self) + `}`,

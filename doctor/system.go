@@ -77,7 +77,22 @@ type Containerd interface {
 	// Tasks lists the IDs of the tasks containerd has in namespace, or
 	// in every namespace for "".
 	Tasks(ctx context.Context, namespace string) ([]string, error)
+	// PauseRootfs lists, in every namespace, the pause rootfs snapshots
+	// of snapshotter that winproc's shim made for its sandboxes
+	// (pauseimage.Key), each with whether containerd still has the
+	// sandbox.
+	PauseRootfs(ctx context.Context, snapshotter string) ([]PauseRootfs, error)
+	// ReleasePauseRootfs removes one, its snapshot and its lease
+	// (pauseimage.Release).
+	ReleasePauseRootfs(ctx context.Context, snapshotter string, r PauseRootfs) error
 	Close() error
+}
+
+// PauseRootfs is the pause rootfs of a sandbox winproc's shim served.
+type PauseRootfs struct {
+	Namespace, Sandbox string
+	// SandboxKnown is whether containerd has the sandbox.
+	SandboxKnown bool
 }
 
 // Plugin is a plugin as containerd's introspection service reports it.

@@ -88,6 +88,8 @@ type Node struct {
 	opts   Options
 	// Logs of the two services.
 	containerdLog, snapshotterLog syncbuffer.Buffer
+	// services are the services' processes, of every boot.
+	services []*exec.Cmd
 }
 
 // Start makes a node as install.ps1 lays it out and starts its services;
@@ -321,20 +323,23 @@ func (n *Node) SnapshotterLog() string { return n.snapshotterLog.String() }
 // their defaults, as the node's services, and waits until both serve.
 func (n *Node) startServices() {
 	t := n.t
+	// A restarted node's log holds the first start's lines: wait for one
+	// more.
+	const serving = "serving windowsfilter snapshotter and differ"
+	before := strings.Count(n.snapshotterLog.String(), serving)
 	snapshotter := n.start(&n.snapshotterLog, InstallDir+`\winproc-snapshotter.exe`)
 	containerd := n.start(&n.containerdLog, InstallDir+`\containerd.exe`, "--log-level", "debug")
-	t.Cleanup(func() {
-		// The node's processes are this test's alone: the prefix is.
-		kill := exec.Command("wineserver", "-k")
-		kill.Env = winetest.Env(n.prefix)
-		if out, err := kill.CombinedOutput(); err != nil {
-			t.Errorf("wineserver -k: %v\n%s", err, out)
-		}
-		for _, c := range []*exec.Cmd{snapshotter, containerd} {
-			c.Wait()
-		}
-	})
-	n.waitLog(&n.snapshotterLog, "serving windowsfilter snapshotter and differ")
+	if n.services == nil {
+		t.Cleanup(func() {
+			// The node's processes are this test's alone: the prefix is.
+			n.killAll()
+			for _, c := range n.services {
+				c.Wait()
+			}
+		})
+	}
+	n.services = append(n.services, snapshotter, containerd)
+	n.waitLog(&n.snapshotterLog, serving, before+1)
 	deadline := time.Now().Add(time.Minute)
 	for {
 		_, err := n.Ctr("version")
@@ -358,10 +363,11 @@ func (n *Node) start(log *syncbuffer.Buffer, exe string, args ...string) *exec.C
 	return cmd
 }
 
-func (n *Node) waitLog(log *syncbuffer.Buffer, line string) {
+// waitLog waits until log holds line count times.
+func (n *Node) waitLog(log *syncbuffer.Buffer, line string, count int) {
 	n.t.Helper()
 	deadline := time.Now().Add(time.Minute)
-	for !strings.Contains(log.String(), line) {
+	for strings.Count(log.String(), line) < count {
 		if time.Now().After(deadline) {
 			n.t.Fatalf("no %q in a minute", line)
 		}

@@ -172,7 +172,7 @@ func TestSnapshotterServesContainerd(t *testing.T) {
 	// snapshots stay as rm- directories, for the snapshotter's sweep, and
 	// the service says so (its log arrives through Wine's console, a
 	// moment later).
-	n.waitLog(&n.snapshotterLog, "removed snapshot's directory is destroyed by the sweep once released")
+	n.waitLog(&n.snapshotterLog, "removed snapshot's directory is destroyed by the sweep once released", 1)
 
 	archive := imageArchive(t, "example.com/app:1", HostBuild+".1")
 	out, err := n.Ctr("images", "import", "--snapshotter", "windowsfilter", WindowsPath(archive))
@@ -380,7 +380,7 @@ func layerFolders(t *testing.T, n *Node, key string) []string {
 
 func waitLog(t *testing.T, n *Node, pattern string) {
 	t.Helper()
-	n.waitLog(&n.containerdLog, pattern)
+	n.waitLog(&n.containerdLog, pattern, 1)
 }
 
 // blankVHDX stands in for the base layer's blank.vhdx, which a real

@@ -363,6 +363,12 @@ func (b *Backend) release(rec record) error {
 		}
 	}
 	err := b.scratch.Release(rec.Scratch)
+	if err != nil && winrecord.BootedSince(rec.Shim) {
+		// The scratch's activation ended with the boot its shim ran in:
+		// the layer functions refuse to release what is no longer held.
+		log.L.WithError(err).WithField("id", rec.ID).Info("the node booted since the scratch was mounted: it is released")
+		err = nil
+	}
 	if err != nil {
 		errs = append(errs, err)
 	}

@@ -13,8 +13,9 @@ import (
 	winrecord "github.com/winproc/winproc/shim/record"
 )
 
-// goneShim is a shim that does not run.
-var goneShim = winrecord.Shim{PID: 1 << 30, Start: 1}
+// goneShim is a shim of this boot that does not run: what it held may
+// still be held (winrecord.BootedSince).
+var goneShim = winrecord.Shim{PID: 1 << 30, Start: winrecord.Self().Start}
 
 // orphanNode is a backend with: "served", whose shim (this process)
 // runs; "dead" and "known", whose shim is gone (containerd still has a

@@ -349,6 +349,13 @@ func (b *Backend) release(ctx context.Context, h held) error {
 	h.Bindings = left
 	if h.Scratch != "" && len(left) == 0 {
 		released, err := b.rootfs.unmount(ctx, h.Scratch, h.MountPoint)
+		if err != nil && record.BootedSince(h.Shim) {
+			// The scratch's activation ended with the boot its shim ran
+			// in: the layer functions refuse to release what is no
+			// longer held.
+			log.G(ctx).WithError(err).WithField("id", h.ID).Info("the node booted since the scratch was mounted: it is released")
+			released, err = true, nil
+		}
 		if err != nil {
 			errs = append(errs, err)
 		}
