@@ -159,7 +159,7 @@ soak: tools wine
 
 faults: tools wine
 	WINPROC_FAULT_PODS=$(FAULT_PODS) $(GO) test -count=1 -timeout 1h -run '^TestFaults$$' -v ./integration/
-	WINPROC_FAULT_PODS=$(FAULT_PODS) $(GO) test -count=1 -timeout 20m -run '^TestCRIFaults$$' -v ./integration/winenode/
+	WINPROC_FAULT_PODS=$(FAULT_PODS) $(GO) test -count=1 -timeout 20m -run '^(TestCRIFaults|TestRebootThenDoctorFix)$$' -v ./integration/winenode/
 
 # Every fuzz target, as package:Target. `make fuzz` (part of `test`) runs
 # each for FUZZTIME_SHORT; `make fuzz-long` runs each for FUZZTIME.
