@@ -211,6 +211,12 @@ func (r *testappRun) processEnv(t *testing.T) {
 // the other cases, whose ends wait for the wineserver to exit,
 // ten times that.
 func (r *testappRun) processConsoleRepeated(t *testing.T) {
+	// A process kept running through the loop holds the prefix's
+	// wineserver: on a loaded machine the server's exit once idle raced
+	// the next run's connect ("recvmsg: Connection reset by peer"). The
+	// cleanup of startProc ends it.
+	holder := startProc(t, r.newCmd(t, "sleep", "-seconds", "600"))
+	waitLine(t, holder.stdout, "ready", holder.exited, r.l.ready)
 	resent := false
 	for i := 0; i < 200 && !t.Failed(); i++ {
 		p := startProc(t, r.newCmd(t, "console", "-exit-code", "3"))
