@@ -5,7 +5,6 @@ package snapshotter
 import (
 	"context"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"strings"
 	"testing"
@@ -31,10 +30,7 @@ func TestLayerDriverUnderWine(t *testing.T) {
 	prefix := winetest.PrivatePrefix(t, template)
 	dll := filepath.Join(prefix, "drive_c", "windows", "system32", "vmcompute.dll")
 	src := filepath.Join("..", "integration", "winenode", "testdata", "standins", "vmcompute.c")
-	cc := exec.CommandContext(ctx, "x86_64-w64-mingw32-gcc", "-O2", "-Wall", "-Werror", "-shared", "-o", dll, src, "-lole32")
-	if b, err := cc.CombinedOutput(); err != nil {
-		t.Fatalf("build the stand-in vmcompute.dll: %v\n%s", err, b)
-	}
+	winetest.BuildDLL(ctx, t, src, dll)
 
 	dir := t.TempDir()
 	root, target := filepath.Join(dir, "root"), filepath.Join(dir, "target")

@@ -204,3 +204,13 @@ func fileExists(p string) bool {
 	_, err := os.Stat(p)
 	return err == nil
 }
+
+// BuildDLL builds the stand-in DLL of the MinGW source src as dll, as the
+// Windows node builds its stand-ins (integration/winenode standins.go).
+func BuildDLL(ctx context.Context, t testing.TB, src, dll string) {
+	t.Helper()
+	cc := exec.CommandContext(ctx, "x86_64-w64-mingw32-gcc", "-O2", "-Wall", "-Werror", "-shared", "-o", dll, src, "-lole32")
+	if b, err := cc.CombinedOutput(); err != nil {
+		t.Fatalf("build the stand-in %s: %v\n%s", filepath.Base(dll), err, b)
+	}
+}

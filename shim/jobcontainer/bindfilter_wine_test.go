@@ -5,7 +5,6 @@ package jobcontainer
 import (
 	"context"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"strings"
 	"testing"
@@ -32,10 +31,7 @@ func TestBindFilterUnderWine(t *testing.T) {
 	prefix := winetest.PrivatePrefix(t, template)
 	dll := filepath.Join(prefix, "drive_c", "windows", "system32", "bindfltapi.dll")
 	src := filepath.Join("..", "..", "integration", "winenode", "testdata", "standins", "bindfltapi.c")
-	cc := exec.CommandContext(ctx, "x86_64-w64-mingw32-gcc", "-O2", "-Wall", "-Werror", "-shared", "-o", dll, src, "-lole32")
-	if b, err := cc.CombinedOutput(); err != nil {
-		t.Fatalf("build the stand-in bindfltapi.dll: %v\n%s", err, b)
-	}
+	winetest.BuildDLL(ctx, t, src, dll)
 	// Wine names C: \\?\Volume{...43}\ but opens no path under that name
 	// without a device name for it in dosdevices, as the Windows node
 	// makes (integration/winenode node.go nameVolumes).

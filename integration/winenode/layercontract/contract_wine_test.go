@@ -4,7 +4,6 @@ package layercontract
 
 import (
 	"context"
-	"os/exec"
 	"path/filepath"
 	"strings"
 	"testing"
@@ -24,10 +23,7 @@ func TestStandinLayersContractUnderWine(t *testing.T) {
 	dir := t.TempDir()
 	dll := filepath.Join(dir, "vmcompute.dll")
 	src := filepath.Join("..", "testdata", "standins", "vmcompute.c")
-	cc := exec.CommandContext(ctx, "x86_64-w64-mingw32-gcc", "-O2", "-Wall", "-Werror", "-shared", "-o", dll, src, "-lole32")
-	if b, err := cc.CombinedOutput(); err != nil {
-		t.Fatalf("build the stand-in vmcompute.dll: %v\n%s", err, b)
-	}
+	winetest.BuildDLL(ctx, t, src, dll)
 	exe := winetest.BuildTests(ctx, t, dir, "layercontract")
 	cmd := winetest.Command(ctx, t, prefix, exe, "-test.v", "-test.count=1")
 	cmd.Env = append(cmd.Env, standinEnv+"="+winPath(dll), rootEnv+"="+winPath(t.TempDir()))
