@@ -19,8 +19,10 @@ import (
 // command lines, working directories and environment values
 // (jobcontainer.go, replaceWithMountPoint): pod specs name their programs
 // so ("%CONTAINER_SANDBOX_MOUNT_POINT%\agent.exe"), and no shell expands
-// them here. Unlike runhcs, any letter case matches, as cmd and PowerShell
-// read a variable's name.
+// them here. Any letter case matches: runhcs's own replacement is
+// case-sensitive, but with the bind filter it runs every command line
+// through `cmd /c`, which expands %container_sandbox_mount_point% from the
+// environment in any case, as PowerShell reads $env: names.
 func ExpandMountPoint(s, mountPoint string) string {
 	for _, v := range []string{"%" + compute.SandboxMountPointEnv + "%", "$env:" + compute.SandboxMountPointEnv} {
 		for {
