@@ -98,7 +98,8 @@ func (s *Service) get(id string) (*pod, error) {
 
 // CreateSandbox decodes the pod's CRI config, prepares the pause image and
 // creates the pause container's compute system in the pod's network
-// namespace. Nothing is left behind when it fails.
+// namespace; a HostProcess pod gets createHostProcessPod's sandbox instead.
+// Nothing is left behind when it fails.
 func (s *Service) CreateSandbox(ctx context.Context, r *sandboxAPI.CreateSandboxRequest) (_ *sandboxAPI.CreateSandboxResponse, retErr error) {
 	defer func() { retErr = errgrpc.ToGRPC(retErr) }()
 	settings, err := cri.FromCreateSandbox(r.GetOptions(), r.GetNetnsPath())
@@ -120,7 +121,10 @@ func (s *Service) CreateSandbox(ctx context.Context, r *sandboxAPI.CreateSandbox
 		}
 	}()
 	if settings.HostProcess {
-		return &sandboxAPI.CreateSandboxResponse{}, s.createHostProcessPod(ctx, r)
+		if err := s.createHostProcessPod(ctx, r); err != nil {
+			return nil, err
+		}
+		return &sandboxAPI.CreateSandboxResponse{}, nil
 	}
 
 	rootfs, release, err := s.prepare(ctx, s.pauseImage, r.SandboxID)

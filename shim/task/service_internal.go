@@ -387,8 +387,9 @@ func (s *Service) WaitProcess(ctx context.Context, id, execID string) (exit uint
 const drainTimeout = 10 * time.Minute
 
 // ShutdownIfIdle stops the shim unless it still holds a task (a pod's
-// sandbox is one, a HostProcess pod's too). The backend's background work (compute.Drainer) is the shim's:
-// the shim stops once it has ended, within drainTimeout, and still idle.
+// sandbox is one, a HostProcess pod's too). The backend's background work
+// (compute.Drainer) is the shim's: the shim stops once it has ended, within
+// drainTimeout, and still idle.
 func (s *Service) ShutdownIfIdle() {
 	s.mu.Lock()
 	idle := len(s.containers) == 0
