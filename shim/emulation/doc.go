@@ -230,32 +230,40 @@
 //     writable cgroup v2 hierarchy cannot run HostProcess containers
 //     (ErrNotSupported): their processes share the host prefix, and only
 //     their cgroups tell them apart.
-//   - %CONTAINER_SANDBOX_MOUNT_POINT% and $env:CONTAINER_SANDBOX_MOUNT_POINT in
-//     the command line, the working directory and environment values are
-//     replaced with C:\hpc\<id>, as runhcs does. The program is resolved as
-//     for a silo with the mount point searched first (for a bare name before
-//     the working directory, system32 and PATH; for a relative name with a
-//     directory before the working directory) and run with no shell in
+//   - The rules of a HostProcess process are shim/hostprocess's, which the
+//     HostProcess backend on Windows (shim/jobcontainer) follows too.
+//     %CONTAINER_SANDBOX_MOUNT_POINT% and $env:CONTAINER_SANDBOX_MOUNT_POINT
+//     in the command line, the working directory and environment values
+//     are replaced with C:\hpc\<id>, as runhcs does. The program is found as
+//     CreateProcess finds it, with the mount point searched first
+//     (hostprocess.ResolveProgram: a bare name gets .exe and is looked for
+//     in the mount point, the working directory, system32, system, the
+//     Windows directory and PATH; a relative name with a directory below
+//     the mount point, then the working directory, as written and then with
+//     .exe; an unquoted path with spaces is found and quoted), in the host
+//     prefix's C: without regard to case, and run with no shell in
 //     between: the exit code is the program's own, all 32 bits of it (the
 //     exit library), and a missing program fails CreateProcess with
-//     ErrInvalidArgument naming it and the directories searched. A relative
+//     ErrNotFound naming it and the directories searched. A relative
 //     working directory, and "", is below the mount point; a full one is the
 //     host's. Either must exist.
-//   - The environment is the spec's, then CONTAINER_SANDBOX_MOUNT_POINT
-//     (C:\hpc\<id>\, runhcs's value) and a PATH of the mount point in front
-//     of the spec's PATH (passed as WINEPATH, so in front of the prefix's own
-//     PATH, which holds PowerShell's and WMI's directories), on the base
-//     every process of the prefix gets: Wine has no user profiles, only the
-//     prefix's one user, named after the shim's Linux user, whose variables
-//     (USERNAME, USERPROFILE=C:\users\<name>, APPDATA, ...) and the
-//     registry's make that base, whatever account was asked for.
+//   - The environment is hostprocess.Environment's: the spec's, then
+//     CONTAINER_SANDBOX_MOUNT_POINT (C:\hpc\<id>\, runhcs's value) and a
+//     PATH of the mount point in front of the spec's PATH and PowerShell's
+//     and WMI's directories at its end (passed as WINEPATH, so in front of
+//     the prefix's own PATH), on the base every process of the prefix gets:
+//     Wine has no user profiles, only the prefix's one user, named after the
+//     shim's Linux user, whose variables (USERNAME,
+//     USERPROFILE=C:\users\<name>, APPDATA, ...) and the registry's make
+//     that base, whatever account was asked for.
 //   - Users: Wine has no accounts, and the emulation does not switch users:
 //     every process runs as the shim's Linux user. ProcessSettings.User must
-//     be NT AUTHORITY\SYSTEM, NT AUTHORITY\LOCAL SERVICE, NT AUTHORITY\NETWORK
-//     SERVICE, or a user or group name (with or without a domain); another NT
-//     AUTHORITY account, or none without InheritUser, is
-//     ErrInvalidArgument. The accounts asked for are recorded in state.json
-//     (hostProcess.users). InheritUser takes any.
+//     be an account hostprocess.ParseAccount takes: NT AUTHORITY\SYSTEM, NT
+//     AUTHORITY\LOCAL SERVICE, NT AUTHORITY\NETWORK SERVICE, or a user or
+//     group name (with or without a domain); another NT AUTHORITY account,
+//     or none without InheritUser, is ErrInvalidArgument. The accounts asked
+//     for are recorded in state.json (hostProcess.users), the well-known
+//     ones in Windows' spelling. InheritUser takes any.
 //   - Console events and Kill are a silo process's. The container stops
 //     when its last process has exited after one ran (as a job object's
 //     last process ends it), at Shutdown (SIGINT to its processes; Wine's

@@ -16,7 +16,9 @@ import (
 	"github.com/containerd/errdefs"
 	"github.com/containerd/log"
 
+	"github.com/winproc/winproc/internal/wincmdline"
 	"github.com/winproc/winproc/shim/compute"
+	"github.com/winproc/winproc/shim/hostprocess"
 )
 
 // A HostProcess container (compute.Settings.HostProcess) has no silo: its
@@ -159,22 +161,17 @@ func (s *system) hostServerGone() error {
 }
 
 // hostProcessArgs is what CreateProcess starts for a process of a
-// HostProcess container: the command line and the working directory (a
-// relative one, and "", below the mount point), with
-// %CONTAINER_SANDBOX_MOUNT_POINT% expanded as runhcs expands it (pod specs
-// name their programs so, and no shell stands between them and the
-// program), and the user it asked for (hostProcessUser).
+// HostProcess container, by the rules both HostProcess backends follow
+// (shim/hostprocess): the command line with the mount point variable
+// expanded, the working directory ("" and a relative one below the mount
+// point) and the user it asked for (hostProcessUser).
 func (s *system) hostProcessArgs(p *compute.ProcessSettings) (commandLine, wd, user string, err error) {
 	user, err = hostProcessUser(p.User, s.st.HostProcess.InheritUser)
 	if err != nil {
 		return "", "", "", err
 	}
 	mp := winJoin(mountPointComps(s.id))
-	wd = expandMountPoint(p.WorkingDirectory, mp)
-	if len(wd) < 2 || wd[1] != ':' && !strings.HasPrefix(wd, `\\`) && !strings.HasPrefix(wd, `//`) {
-		wd = strings.TrimRight(mp+`\`+strings.TrimLeft(wd, `\/`), `\`)
-	}
-	return expandMountPoint(p.CommandLine, mp), wd, user, nil
+	return hostprocess.ExpandMountPoint(p.CommandLine, mp), hostprocess.WorkingDirectory(p.WorkingDirectory, mp), user, nil
 }
 
 // hostProcessReadyLocked is the last check before a process of the
@@ -194,88 +191,69 @@ func (s *system) hostProcessReadyLocked(ctx context.Context, user string) error 
 	return saveState(s.dir, s.st)
 }
 
-// hostProcessUser checks the account a HostProcess process runs as, as
-// Kubernetes gives it (runAsUserName), and returns the name recorded:
-// NT AUTHORITY\SYSTEM, NT AUTHORITY\LOCAL SERVICE and NT AUTHORITY\NETWORK
-// SERVICE (spelt with or without the space, or as LocalSystem,
-// LocalService, NetworkService after NT AUTHORITY\), or a user or group
-// name, with or without a domain. Without inherit, there must be one; with
-// inherit (the shim's own account) any is taken as it is.
+// hostProcessUser checks the account a HostProcess process runs as
+// (hostprocess.ParseAccount) and returns the name recorded: Windows'
+// spelling of a well-known account, any other as written. With inherit
+// (the shim's own account) any is taken as it is.
 func hostProcessUser(user string, inherit bool) (string, error) {
-	user = strings.TrimSpace(user)
 	if inherit {
-		return user, nil
+		return strings.TrimSpace(user), nil
 	}
-	if user == "" {
-		return "", errInvalid(`emulation: no user to run the HostProcess process as: set runAsUserName (NT AUTHORITY\SYSTEM, NT AUTHORITY\LOCAL SERVICE, NT AUTHORITY\NETWORK SERVICE, a user or a group), or annotation microsoft.com/hostprocess-inherit-user=true`)
+	a, err := hostprocess.ParseAccount(user)
+	if err != nil {
+		return "", fmt.Errorf("emulation: %w", err)
 	}
-	domain, name := "", user
-	if i := strings.LastIndex(user, `\`); i >= 0 {
-		domain, name = user[:i], user[i+1:]
-	}
-	if name == "" {
-		return "", errInvalid("emulation: user %q has no name after its domain", user)
-	}
-	if !strings.EqualFold(domain, "NT AUTHORITY") {
-		return user, nil
-	}
-	switch strings.ToLower(strings.ReplaceAll(name, " ", "")) {
-	case "system", "localsystem":
-		return `NT AUTHORITY\SYSTEM`, nil
-	case "localservice":
-		return `NT AUTHORITY\LOCAL SERVICE`, nil
-	case "networkservice":
-		return `NT AUTHORITY\NETWORK SERVICE`, nil
-	}
-	return "", errInvalid(`emulation: user %q: of the NT AUTHORITY accounts a HostProcess container runs as SYSTEM, LOCAL SERVICE or NETWORK SERVICE`, user)
-}
-
-// expandMountPoint replaces %CONTAINER_SANDBOX_MOUNT_POINT% and
-// $env:CONTAINER_SANDBOX_MOUNT_POINT, in any case, with the mount point.
-func expandMountPoint(s, mountPoint string) string {
-	for _, v := range []string{"%" + compute.SandboxMountPointEnv + "%", "$env:" + compute.SandboxMountPointEnv} {
-		for {
-			i := strings.Index(strings.ToUpper(s), strings.ToUpper(v))
-			if i < 0 {
-				break
-			}
-			s = s[:i] + mountPoint + s[i+len(v):]
-		}
-	}
-	return s
+	return a.String(), nil
 }
 
 // hostProcessEnv is the environment a HostProcess process asks for, for
-// processEnv: the spec's entries (mount point references expanded), then
-// CONTAINER_SANDBOX_MOUNT_POINT (C:\hpc\<id>\, with runhcs's trailing
-// backslash) and a PATH of the mount point in front of the spec's, which
-// processEnv hands Wine as WINEPATH, in front of the prefix's own PATH. They
-// come after the spec's, as in runhcs: an image's config carries a PATH,
-// which would drop the mount point.
+// processEnv: hostprocess.Environment of the spec's entries, whose PATH
+// (the mount point in front) processEnv hands Wine as WINEPATH, in front of
+// the prefix's own PATH.
 //
-// Its base is what Wine gives every process of the host prefix: the
-// variables of the prefix's registry (PATH, SystemRoot, ProgramFiles, ...)
-// and those of the prefix's one user, named after the shim's Linux user
-// (USERNAME, USERPROFILE=C:\users\<name>, APPDATA, ...). Wine has no other
-// accounts, so no profile of the user asked for.
+// Its base is what Wine gives every process of the host prefix, not a
+// profile passed here: the variables of the prefix's registry (PATH,
+// SystemRoot, ProgramFiles, ...) and those of the prefix's one user, named
+// after the shim's Linux user (USERNAME, USERPROFILE=C:\users\<name>,
+// APPDATA, ...). Wine has no other accounts, so no profile of the user
+// asked for.
 func hostProcessEnv(spec []string, mountPoint string) []string {
-	env := make([]string, 0, len(spec)+2)
-	path := ""
-	for _, e := range spec {
-		e = expandMountPoint(e, mountPoint)
-		if name, value, _ := strings.Cut(e, "="); strings.EqualFold(name, "PATH") {
-			path = value
-			continue
-		}
-		env = append(env, e)
+	return hostprocess.Environment(nil, spec, mountPoint, wineWindowsDir)
+}
+
+// hostProcessProgram finds the program of a HostProcess process's command
+// line as the HostProcess backend on Windows does
+// (hostprocess.ResolveProgram: the mount point first, CreateProcess's
+// rules for the extension and for unquoted spaces) in the host prefix's
+// C: drive, and returns its path in the case found on disk and the
+// arguments Wine passes it. cwd is the working directory's components
+// below C:, winPath the process's Windows PATH.
+func (s *system) hostProcessProgram(commandLine string, cwd []string, winPath string) (program string, args []string, err error) {
+	mp, dir := winJoin(mountPointComps(s.id)), winJoin(cwd)
+	search := hostprocess.SearchPath(mp, dir, wineWindowsDir, winPath)
+	prog, err := hostprocess.ResolveProgram(commandLine, mp, dir, search, func(p string) bool {
+		_, ok := s.winFile(p)
+		return ok
+	})
+	if err != nil {
+		return "", nil, err
 	}
-	dirs := []string{mountPoint}
-	for _, d := range strings.Split(path, ";") {
-		if d != "" && !strings.EqualFold(strings.TrimRight(d, `\`), mountPoint) {
-			dirs = append(dirs, d)
-		}
+	program, _ = s.winFile(prog.Path)
+	return program, wincmdline.SplitCommandLine(prog.CommandLine)[1:], nil
+}
+
+// winFile is the Windows path p names on the system's C: drive in the case
+// found on disk, and whether it is a file.
+func (s *system) winFile(p string) (string, bool) {
+	comps, err := cPath(p)
+	if err != nil {
+		return "", false
 	}
-	return append(env, compute.SandboxMountPointEnv+"="+mountPoint+`\`, "PATH="+strings.Join(dirs, ";"))
+	real, err := resolve(s.cdir, comps)
+	if err != nil {
+		return "", false
+	}
+	return winJoin(real), isFile(filepath.Join(append([]string{s.cdir}, real...)...))
 }
 
 // watchHostProcess is a HostProcess container's watcher, owned by the

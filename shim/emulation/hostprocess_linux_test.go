@@ -189,7 +189,9 @@ func (h *hostProcessSuite) mountPointAndEnvironment(t *testing.T) {
 	want := []string{
 		compute.SandboxMountPointEnv + `=` + h.mpA + `\`,
 		h.mpA,
-		`PATH=` + h.mpA + `;C:\tools;C:\windows\system32`,
+		// PowerShell's and WMI's directories end the spec's PATH, as on
+		// Windows (hostprocess.Environment); the prefix's PATH follows.
+		`PATH=` + h.mpA + `;C:\tools;C:\windows\System32\WindowsPowerShell\v1.0;C:\windows\System32\Wbem;C:\windows\system32`,
 		`FOO=` + h.mpA + `\foo`,
 		"from the image",
 		"mapped",
@@ -292,8 +294,10 @@ func (h *hostProcessSuite) exitCodesAndEvents(t *testing.T) {
 func (h *hostProcessSuite) launchErrorsAndUsers(t *testing.T) {
 	ctx := context.Background()
 	_, err := h.hpcA.CreateProcess(ctx, &compute.ProcessSettings{CommandLine: `nothere.exe --flag`, User: systemUser})
-	if !errdefs.IsInvalidArgument(err) || !strings.Contains(err.Error(), `"nothere.exe"`) || !strings.Contains(err.Error(), h.mpA) {
-		t.Errorf("a missing program: %v, want invalid argument naming it and the mount point", err)
+	// Not found, as the HostProcess backend on Windows says
+	// (hostprocess.ResolveProgram).
+	if !errdefs.IsNotFound(err) || !strings.Contains(err.Error(), `"nothere.exe"`) || !strings.Contains(err.Error(), h.mpA) {
+		t.Errorf("a missing program: %v, want not found naming it and the mount point", err)
 	}
 	for _, user := range []string{"", `NT AUTHORITY\Nobody`} {
 		if _, err := h.hpcA.CreateProcess(ctx, &compute.ProcessSettings{CommandLine: `probe`, User: user}); !errdefs.IsInvalidArgument(err) {

@@ -146,6 +146,9 @@ func mkdirFold(root string, comps []string, lastIsFile bool) (string, error) {
 	return cur, nil
 }
 
+// wineWindowsDir is a Wine prefix's Windows directory.
+const wineWindowsDir = `C:\windows`
+
 // defaultWinePath is the Windows PATH a Wine prefix gives its processes
 // (from the registry) when the spec sets none.
 const defaultWinePath = `C:\windows\system32;C:\windows;C:\windows\system32\wbem;C:\windows\system32\WindowsPowershell\v1.0`
@@ -155,15 +158,14 @@ const defaultWinePath = `C:\windows\system32;C:\windows;C:\windows\system32\wbem
 // name without an extension; a name with a directory is taken relative to
 // cwd (or the drive root for \dir\name); a bare name is searched for in
 // the working directory, C:\windows\system32, C:\windows and then the
-// directories of path. first, when not empty, is a directory (its
-// components below C:) searched before all of those, and a relative name with a
-// directory is tried below it before cwd: a HostProcess container's mount
-// point. It returns the Windows path in the case found on disk.
+// directories of path. It returns the Windows path in the case found on
+// disk. A HostProcess container's processes are found by
+// hostProcessProgram instead, by the rules both HostProcess backends share.
 //
 // The backend passes that full path to wine: given a bare name, wine would
 // otherwise run start.exe /exec to search for the program, and the process
 // the backend starts (and signals) would be start.exe, not the program.
-func resolveProgram(cdir, name string, first, cwd []string, path string) (string, error) {
+func resolveProgram(cdir, name string, cwd []string, path string) (string, error) {
 	base := name
 	if i := strings.LastIndexAny(base, `\/`); i >= 0 {
 		base = base[i+1:]
@@ -198,14 +200,9 @@ func resolveProgram(cdir, name string, first, cwd []string, path string) (string
 		}
 		searched = append(searched, winJoin(comps))
 	case strings.ContainsAny(name, `\/`):
-		var dirs [][]string
+		dirs := [][]string{cwd}
 		if name[0] == '\\' || name[0] == '/' {
 			dirs = [][]string{nil}
-		} else {
-			if len(first) > 0 {
-				dirs = append(dirs, first)
-			}
-			dirs = append(dirs, cwd)
 		}
 		for _, d := range dirs {
 			comps, err := cPath(winJoin(d) + `\` + name)
@@ -221,11 +218,7 @@ func resolveProgram(cdir, name string, first, cwd []string, path string) (string
 			searched = append(searched, winJoin(comps))
 		}
 	default:
-		var dirs [][]string
-		if len(first) > 0 {
-			dirs = append(dirs, first)
-		}
-		dirs = append(dirs, cwd, []string{"windows", "system32"}, []string{"windows"})
+		dirs := [][]string{cwd, {"windows", "system32"}, {"windows"}}
 		for _, d := range strings.Split(path, ";") {
 			d = strings.Trim(strings.TrimSpace(d), `"`)
 			if d == "" {

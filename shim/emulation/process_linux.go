@@ -77,10 +77,11 @@ var _ compute.Process = (*process)(nil)
 //     which Wine presents as the prefix's user.
 //
 // A HostProcess container's process (hostprocess_linux.go) runs in the
-// host prefix; its mount point is searched first for the program, a
-// relative or empty working directory is below it, its environment is
-// hostProcessEnv's and its User is checked and recorded
-// (hostProcessUser), though not switched to either.
+// host prefix by the rules both HostProcess backends share
+// (shim/hostprocess): its program is found by hostProcessProgram (the
+// mount point first), a relative or empty working directory is below the
+// mount point, its environment is hostProcessEnv's and its User is checked
+// and recorded (hostProcessUser), though not switched to either.
 //
 // Pid is the Linux pid of the Wine process.
 func (s *system) CreateProcess(ctx context.Context, p *compute.ProcessSettings) (compute.Process, error) {
@@ -88,14 +89,12 @@ func (s *system) CreateProcess(ctx context.Context, p *compute.ProcessSettings) 
 		return nil, errInvalid("emulation: no process settings")
 	}
 	commandLine, wd, env, user := p.CommandLine, p.WorkingDirectory, p.Env, ""
-	var first []string
 	if s.st.HostProcess != nil {
 		var err error
 		if commandLine, wd, user, err = s.hostProcessArgs(p); err != nil {
 			return nil, err
 		}
-		first = mountPointComps(s.id)
-		env = hostProcessEnv(env, winJoin(first))
+		env = hostProcessEnv(env, winJoin(mountPointComps(s.id)))
 	}
 	// What Wine would cut or refuse later (a long value cut short, Go's
 	// "environment variable contains NUL") is refused here, by field.
@@ -131,7 +130,7 @@ func (s *system) CreateProcess(ctx context.Context, p *compute.ProcessSettings) 
 		return nil, fmt.Errorf("emulation: system %s is stopping: %w", s.id, errdefs.ErrFailedPrecondition)
 	}
 
-	cmd, program, err := s.wineCommand(args, wd, cwdComps, first, env)
+	cmd, program, err := s.wineCommand(commandLine, args, wd, cwdComps, env)
 	if err != nil {
 		return nil, err
 	}
@@ -184,18 +183,23 @@ func (s *system) CreateProcess(ctx context.Context, p *compute.ProcessSettings) 
 	return proc, nil
 }
 
-// wineCommand is the command that runs args under Wine: the program
-// looked up as CreateProcess would (in first, the components below C: of a
-// directory searched before all others, if any), passed to wine as a full C:
-// path, in the working directory wd (cwdComps: its components below C:),
-// with the environment processEnv makes of env. s.mu is held.
-func (s *system) wineCommand(args []string, wd string, cwdComps, first, env []string) (cmd *exec.Cmd, program string, err error) {
+// wineCommand is the command that runs commandLine (args, split) under
+// Wine: the program looked up as CreateProcess would (resolveProgram, or
+// hostProcessProgram in a HostProcess container), passed to wine as a full
+// C: path, in the working directory wd (cwdComps: its components below
+// C:), with the environment processEnv makes of env. s.mu is held.
+func (s *system) wineCommand(commandLine string, args []string, wd string, cwdComps, env []string) (cmd *exec.Cmd, program string, err error) {
 	realCwd, err := resolve(s.cdir, cwdComps)
 	if err != nil || isDir(filepath.Join(append([]string{s.cdir}, realCwd...)...)) != nil {
 		return nil, "", errInvalid("emulation: working directory %s does not exist in the container", wd)
 	}
 	procEnv, winPath := processEnv(env, s.prefix)
-	program, err = resolveProgram(s.cdir, args[0], first, realCwd, winPath)
+	if s.st.HostProcess != nil {
+		program, args, err = s.hostProcessProgram(commandLine, realCwd, winPath)
+	} else {
+		program, err = resolveProgram(s.cdir, args[0], realCwd, winPath)
+		args = args[1:]
+	}
 	if err != nil {
 		return nil, "", fmt.Errorf("emulation: %w", err)
 	}
@@ -203,7 +207,7 @@ func (s *system) wineCommand(args []string, wd string, cwdComps, first, env []st
 	// setarch -R: Wine's fixed address for the shared user data
 	// (0x7ffe0000) lies in the range the kernel picks a randomized heap
 	// from; see doc.go.
-	cmd = exec.Command(s.b.setarch, append([]string{"-R", s.b.wine, program}, args[1:]...)...)
+	cmd = exec.Command(s.b.setarch, append([]string{"-R", s.b.wine, program}, args...)...)
 	cmd.Env = procEnv
 	cmd.Dir = filepath.Join(append([]string{s.cdir}, realCwd...)...)
 	return cmd, program, nil

@@ -12,6 +12,7 @@ import (
 	"github.com/containerd/log"
 
 	"github.com/winproc/winproc/shim/compute"
+	"github.com/winproc/winproc/shim/hostprocess"
 	"github.com/winproc/winproc/shim/record"
 	"github.com/winproc/winproc/shim/scratch"
 )
@@ -191,7 +192,7 @@ func (b *Backend) Create(ctx context.Context, id string, s *compute.Settings) (c
 	if err := record.CheckID(id); err != nil {
 		return nil, err
 	}
-	mountPoint := join(b.mountRoot, id)
+	mountPoint := hostprocess.Join(b.mountRoot, id)
 	links, err := checkSettings(s, mountPoint)
 	if err != nil {
 		return nil, fmt.Errorf("HostProcess container %s: %w", id, err)
@@ -297,7 +298,7 @@ func checkSettings(s *compute.Settings, mountPoint string) ([]string, error) {
 		if strings.Trim(rel, `\/`) == "" {
 			return nil, invalid("mount %s → %s maps a whole drive: a HostProcess container's mount is placed under its mount point, which holds its rootfs; map a directory", d.HostPath, d.ContainerPath)
 		}
-		links[i] = join(mountPoint, strings.ReplaceAll(rel, "/", `\`))
+		links[i] = hostprocess.Join(mountPoint, strings.ReplaceAll(rel, "/", `\`))
 		if !record.UnderWindowsRoot(mountPoint, links[i]) {
 			// The record of such a place would be refused (checkHeld).
 			return nil, invalid("mount %s → %s leads out of the container's mount point (a \".\" or \"..\" component): map a directory under it", d.HostPath, d.ContainerPath)

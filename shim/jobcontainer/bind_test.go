@@ -12,6 +12,7 @@ import (
 	"github.com/containerd/errdefs"
 
 	"github.com/winproc/winproc/shim/compute"
+	"github.com/winproc/winproc/shim/hostprocess"
 	"github.com/winproc/winproc/shim/record"
 )
 
@@ -265,7 +266,7 @@ func (f *fakeHost) bind(root, source string, readOnly bool) error {
 	f.addPathLocked(root, true)
 	if source == f.volume {
 		for _, p := range f.image {
-			f.addPathLocked(join(root, p), false)
+			f.addPathLocked(hostprocess.Join(root, p), false)
 		}
 	}
 	return nil

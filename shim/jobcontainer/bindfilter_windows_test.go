@@ -14,6 +14,7 @@ import (
 
 	"github.com/winproc/winproc/internal/winetest"
 	"github.com/winproc/winproc/shim/compute"
+	"github.com/winproc/winproc/shim/hostprocess"
 	"github.com/winproc/winproc/shim/record"
 )
 
@@ -104,8 +105,8 @@ func TestBindFilterReleaseUnbound(t *testing.T) {
 		t.Run(tc.name, func(t *testing.T) {
 			b := bindFilterBackend(t)
 			id := uniqueID(t)
-			mountPoint := join(b.mountRoot, id)
-			data := join(mountPoint, `var\data`)
+			mountPoint := hostprocess.Join(b.mountRoot, id)
+			data := hostprocess.Join(mountPoint, `var\data`)
 			if err := os.MkdirAll(filepath.Dir(data), 0o755); err != nil {
 				t.Fatal(err)
 			}

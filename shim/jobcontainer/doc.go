@@ -24,13 +24,11 @@
 //	limits.go   Resources to the job's limits
 //	system.go   compute.System: stop detection, Shutdown, Terminate,
 //	            Stats, ProcessList, Modify, Close
-//	start.go    CreateProcess: user, environment, directory, program,
+//	start.go    CreateProcess: user, environment, directory, program
+//	            (by shim/hostprocess's rules, which the emulation shares),
 //	            pipes or pseudo console, suspended start in the job
-//	cmdline.go  the program of a command line, as CreateProcess finds it
-//	            (.exe added to a bare name; a path as written, then .exe)
 //	orphans.go  what dead shims left; the check of a record before it is
 //	            acted on: only names and paths the backend makes
-//	env.go      a process's environment
 //	users.go    ProcessSettings.User to a logon token
 //	process.go  compute.Process: exit, console events, kill, console size
 //	stats.go    job accounting and process records to compute.Stats

@@ -12,6 +12,7 @@ import (
 
 	"github.com/winproc/winproc/internal/testwait"
 	"github.com/winproc/winproc/internal/winetest"
+	"github.com/winproc/winproc/shim/hostprocess"
 )
 
 // The fake of Windows is a host: job objects with their processes, exits,
@@ -744,7 +745,7 @@ func (f *fakeHost) setVolumeMountPoint(dir, volume string) error {
 	dir = strings.TrimSuffix(dir, `\`)
 	f.mounts[strings.ToLower(dir)] = volume
 	for _, p := range f.image {
-		f.addPathLocked(join(dir, p), false)
+		f.addPathLocked(hostprocess.Join(dir, p), false)
 	}
 	return nil
 }

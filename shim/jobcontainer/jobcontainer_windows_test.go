@@ -24,6 +24,7 @@ import (
 	"github.com/winproc/winproc/internal/syncbuffer"
 	"github.com/winproc/winproc/internal/winetest"
 	"github.com/winproc/winproc/shim/compute"
+	"github.com/winproc/winproc/shim/hostprocess"
 )
 
 // These tests run real processes in real job objects through the binding:
@@ -217,7 +218,7 @@ func TestUnderWineMissingProgram(t *testing.T) {
 func TestUnderWineEnvironment(t *testing.T) {
 	b := realBackend(t)
 	sys := container(t, b, nil)
-	mp := join(b.mountRoot, sys.ID())
+	mp := hostprocess.Join(b.mountRoot, sys.ID())
 	var out syncbuffer.Buffer
 	p := start(t, sys, &compute.ProcessSettings{CommandLine: `app env`, WorkingDirectory: `work\dir`, Env: []string{`A_VAR=%CONTAINER_SANDBOX_MOUNT_POINT%\conf`}, Stdout: &out})
 	if code := waitExit(t, p); code != 0 {
@@ -384,7 +385,7 @@ func TestUnderWineKillOnJobClose(t *testing.T) {
 		windows.CloseHandle(h)
 	}
 	<-p.Wait()
-	mp := join(b.mountRoot, sys.ID())
+	mp := hostprocess.Join(b.mountRoot, sys.ID())
 	if _, err := os.Stat(filepath.Join(mp, "app.exe")); err != nil {
 		t.Fatalf("the rootfs of a container closed while running is gone: %v", err)
 	}

@@ -10,6 +10,7 @@ import (
 	"github.com/containerd/log"
 
 	"github.com/winproc/winproc/shim/compute"
+	"github.com/winproc/winproc/shim/hostprocess"
 	"github.com/winproc/winproc/shim/record"
 )
 
@@ -114,7 +115,7 @@ var tempUserPattern = regexp.MustCompile(`^hpc-[0-9a-f]{16}$`)
 // the snapshotter's, which the backend is not told; the layer functions
 // act on it (UnprepareLayer, DeactivateLayer), they do not remove it.
 func (b *Backend) checkHeld(h held) error {
-	mountPoint := join(b.mountRoot, h.ID)
+	mountPoint := hostprocess.Join(b.mountRoot, h.ID)
 	if h.MountPoint != "" && !strings.EqualFold(h.MountPoint, mountPoint) {
 		return b.records.Refused(h.ID, "mountPoint", h.MountPoint, "a container's mount point is "+mountPoint)
 	}

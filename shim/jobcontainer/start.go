@@ -12,6 +12,7 @@ import (
 
 	"github.com/winproc/winproc/internal/validation"
 	"github.com/winproc/winproc/shim/compute"
+	"github.com/winproc/winproc/shim/hostprocess"
 	"github.com/winproc/winproc/shim/relay"
 )
 
@@ -26,12 +27,13 @@ const (
 // line with no shell in between:
 //
 //  1. the user's token (users.go) and its profile's environment, with the
-//     container's additions (env.go);
+//     container's additions (hostprocess.Environment);
 //  2. the working directory, under the mount point unless it is a full
-//     path; one under the mount point that is missing is made, as runhcs
-//     does;
+//     path (hostprocess.WorkingDirectory); one under the mount point that
+//     is missing is made, as runhcs does;
 //  3. the program, found as CreateProcess finds it with the mount point
-//     searched first (cmdline.go): a missing one fails here, naming it;
+//     searched first (hostprocess.ResolveProgram): a missing one fails
+//     here, naming it;
 //  4. pipes for the streams asked for, or a pseudo console;
 //  5. CreateProcessAsUser suspended, AssignProcessToJobObject, then
 //     ResumeThread: the process runs only once it is in the job, so every
@@ -81,7 +83,7 @@ func (s *system) processParams(ctx context.Context, ps *compute.ProcessSettings)
 	if err != nil {
 		return startParams{}, classify("the Windows directory", err, host.facts(err))
 	}
-	dir := workingDirectory(ps.WorkingDirectory, s.mountPoint)
+	dir := hostprocess.WorkingDirectory(ps.WorkingDirectory, s.mountPoint)
 	if !host.isDir(dir) {
 		if !strings.HasPrefix(strings.ToLower(dir), strings.ToLower(s.mountPoint)+`\`) && !strings.EqualFold(dir, s.mountPoint) {
 			return startParams{}, fmt.Errorf("the working directory %s does not exist on the host: a full path is the host's; give a path relative to the container's rootfs, or one under %%%s%%: %w", dir, compute.SandboxMountPointEnv, errdefs.ErrNotFound)
@@ -90,17 +92,17 @@ func (s *system) processParams(ctx context.Context, ps *compute.ProcessSettings)
 			return startParams{}, classify(fmt.Sprintf("make the working directory %s", dir), err, host.facts(err))
 		}
 	}
-	env := environment(profile, ps.Env, s.mountPoint, windowsDir)
-	path, _ := env.get("PATH")
-	prog, err := resolveProgram(ps.CommandLine, s.mountPoint, dir, searchPath(s.mountPoint, dir, windowsDir, path), host.isFile)
+	env := hostprocess.Environment(profile, ps.Env, s.mountPoint, windowsDir)
+	path, _ := env.Get("PATH")
+	prog, err := hostprocess.ResolveProgram(ps.CommandLine, s.mountPoint, dir, hostprocess.SearchPath(s.mountPoint, dir, windowsDir, path), host.isFile)
 	if err != nil {
 		return startParams{}, err
 	}
 	// The command line CreateProcess gets, once the mount point is in it.
-	if err := validation.Process(prog.commandLine, ps.Env); err != nil {
+	if err := validation.Process(prog.CommandLine, ps.Env); err != nil {
 		return startParams{}, err
 	}
-	return startParams{token: token, application: prog.path, commandLine: prog.commandLine, env: env, dir: dir}, nil
+	return startParams{token: token, application: prog.Path, commandLine: prog.CommandLine, env: env, dir: dir}, nil
 }
 
 // launch is steps 4 and 5, and the process's wait.

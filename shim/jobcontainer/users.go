@@ -10,68 +10,12 @@ import (
 
 	"github.com/containerd/errdefs"
 	"github.com/containerd/log"
+
+	"github.com/winproc/winproc/shim/hostprocess"
 )
-
-// accountKind is how ProcessSettings.User is run as.
-type accountKind int
-
-const (
-	// accountSystem is NT AUTHORITY\SYSTEM: the shim's own token, which
-	// must be SYSTEM's.
-	accountSystem accountKind = iota + 1
-	// accountService is NT AUTHORITY\LOCAL SERVICE or NETWORK SERVICE: a
-	// service logon.
-	accountService
-	// accountLocal is a local user or group (no domain, ".", or BUILTIN):
-	// a group gets a temporary user made in it.
-	accountLocal
-	// accountDomain is a user of a domain.
-	accountDomain
-)
-
-// account is ProcessSettings.User read: its kind, and the name and domain
-// LogonUser takes.
-type account struct {
-	kind         accountKind
-	name, domain string
-}
 
 // systemSID is NT AUTHORITY\SYSTEM's.
 const systemSID = "S-1-5-18"
-
-// parseAccount reads a user as Kubernetes gives it (runAsUserName):
-// NT AUTHORITY\SYSTEM, NT AUTHORITY\LOCAL SERVICE (or LocalService),
-// NT AUTHORITY\NETWORK SERVICE (or NetworkService), in any letter case, a
-// local user or group, or DOMAIN\user. The name and domain are kept as
-// written: LogonUserW gets them as the kubelet passed them, as runhcs
-// passes them (hcsshim internal/jobcontainers processToken), and Windows
-// resolves the spellings itself.
-func parseAccount(user string) (account, error) {
-	user = strings.TrimSpace(user)
-	if user == "" {
-		return account{}, invalid("no user to run as: set the pod's or container's securityContext.windowsOptions.runAsUserName (NT AUTHORITY\\SYSTEM, NT AUTHORITY\\LOCAL SERVICE, NT AUTHORITY\\NETWORK SERVICE, a local user or a local group), or annotation microsoft.com/hostprocess-inherit-user=true")
-	}
-	domain, name := "", user
-	if i := strings.LastIndex(user, `\`); i >= 0 {
-		domain, name = user[:i], user[i+1:]
-	}
-	if name == "" {
-		return account{}, invalid("user %q has no name after its domain", user)
-	}
-	switch {
-	case strings.EqualFold(domain, "NT AUTHORITY"):
-		switch strings.ToLower(strings.ReplaceAll(name, " ", "")) {
-		case "system", "localsystem":
-			return account{kind: accountSystem, name: name, domain: domain}, nil
-		case "localservice", "networkservice":
-			return account{kind: accountService, name: name, domain: domain}, nil
-		}
-		return account{}, invalid("user %q: a HostProcess container runs as NT AUTHORITY\\SYSTEM, NT AUTHORITY\\LOCAL SERVICE or NT AUTHORITY\\NETWORK SERVICE of the NT AUTHORITY accounts", user)
-	case domain == "", domain == ".", strings.EqualFold(domain, "BUILTIN"):
-		return account{kind: accountLocal, name: name, domain: domain}, nil
-	}
-	return account{kind: accountDomain, name: name, domain: domain}, nil
-}
 
 // token is the logon token processes of user run with: the shim's own
 // for the inherit-user annotation; one per user for the system's life
@@ -109,29 +53,29 @@ func (s *system) logon(ctx context.Context, user string) (handle, error) {
 		}
 		return t, nil
 	}
-	a, err := parseAccount(user)
+	a, err := hostprocess.ParseAccount(user)
 	if err != nil {
 		return 0, err
 	}
-	switch a.kind {
-	case accountSystem:
+	switch a.Kind {
+	case hostprocess.AccountSystem:
 		return s.systemToken()
-	case accountService:
-		t, err := host.logonUser(a.name, a.domain, "", logonService)
+	case hostprocess.AccountService:
+		t, err := host.logonUser(a.Name, a.Domain, "", logonService)
 		if err != nil {
-			return 0, classify(fmt.Sprintf("log on as %s\\%s", a.domain, a.name), err, host.facts(err))
+			return 0, classify(fmt.Sprintf("log on as %s\\%s", a.Domain, a.Name), err, host.facts(err))
 		}
 		return t, nil
-	case accountLocal:
-		group, err := host.localGroupExists(a.name)
+	case hostprocess.AccountLocal:
+		group, err := host.localGroupExists(a.Name)
 		if err != nil {
-			return 0, classify(fmt.Sprintf("look for a local group %s", a.name), err, host.facts(err))
+			return 0, classify(fmt.Sprintf("look for a local group %s", a.Name), err, host.facts(err))
 		}
 		if group {
-			return s.groupMemberToken(ctx, a.name)
+			return s.groupMemberToken(ctx, a.Name)
 		}
 	}
-	t, err := host.logonUser(a.name, a.domain, "", logonInteractive)
+	t, err := host.logonUser(a.Name, a.Domain, "", logonInteractive)
 	if err != nil {
 		if f := host.facts(err); f.LogonFailure {
 			return 0, fmt.Errorf("log on as %s: %w: a named account logs on without its password, which a pod cannot give: run as a local group (a temporary member is made for the container), NT AUTHORITY\\LOCAL SERVICE or NT AUTHORITY\\NETWORK SERVICE: %w", user, err, errdefs.ErrFailedPrecondition)

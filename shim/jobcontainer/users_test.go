@@ -11,34 +11,6 @@ import (
 	"github.com/winproc/winproc/shim/compute"
 )
 
-func TestParseAccount(t *testing.T) {
-	for _, tc := range []struct {
-		user string
-		want account
-	}{
-		{`NT AUTHORITY\SYSTEM`, account{accountSystem, "SYSTEM", "NT AUTHORITY"}},
-		{`nt authority\system`, account{accountSystem, "system", "nt authority"}},
-		{`NT AUTHORITY\Local Service`, account{accountService, "Local Service", "NT AUTHORITY"}},
-		{`NT AUTHORITY\LocalService`, account{accountService, "LocalService", "NT AUTHORITY"}},
-		{`NT AUTHORITY\NETWORK SERVICE`, account{accountService, "NETWORK SERVICE", "NT AUTHORITY"}},
-		{`NT AUTHORITY\NetworkService`, account{accountService, "NetworkService", "NT AUTHORITY"}},
-		{`Administrators`, account{accountLocal, "Administrators", ""}},
-		{`BUILTIN\Users`, account{accountLocal, "Users", "BUILTIN"}},
-		{`.\agent`, account{accountLocal, "agent", "."}},
-		{`CORP\svc-agent`, account{accountDomain, "svc-agent", "CORP"}},
-	} {
-		got, err := parseAccount(tc.user)
-		if err != nil || got != tc.want {
-			t.Errorf("parseAccount(%q) = %+v, %v; want %+v", tc.user, got, err, tc.want)
-		}
-	}
-	for _, user := range []string{"", "  ", `NT AUTHORITY\IUSR`, `CORP\`} {
-		if _, err := parseAccount(user); !errdefs.IsInvalidArgument(err) {
-			t.Errorf("parseAccount(%q) = %v", user, err)
-		}
-	}
-}
-
 // Each user is logged on as runhcs does, SYSTEM with the shim's own token,
 // and the token is kept for the user's later processes.
 func TestTokens(t *testing.T) {

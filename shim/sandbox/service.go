@@ -3,8 +3,9 @@
 // "shim". The pod's pause container is a task of the shim's task service
 // that containerd never asked for: its spec is made here from the CRI pod
 // config and the pause image, its rootfs prepared by Prepare, and its
-// lifetime is the sandbox's. The pod's containers then arrive through the
-// task API on the same shim.
+// lifetime is the sandbox's; a HostProcess pod has none, and its sandbox's
+// task is the task service's stand-in (task.HostProcessPodSpec). The pod's
+// containers then arrive through the task API on the same shim.
 package sandbox
 
 import (
@@ -67,9 +68,6 @@ type pod struct {
 	image     string
 	createdAt time.Time
 	spec      *specs.Spec
-	// hostProcess is set for a HostProcess pod, which has no pause
-	// container (hostprocess.go).
-	hostProcess *hostProcessSandbox
 }
 
 // specTypeURL is the type URL containerd registers for an OCI spec, which
@@ -100,7 +98,8 @@ func (s *Service) get(id string) (*pod, error) {
 
 // CreateSandbox decodes the pod's CRI config, prepares the pause image and
 // creates the pause container's compute system in the pod's network
-// namespace. Nothing is left behind when it fails.
+// namespace; a HostProcess pod gets createHostProcessPod's sandbox instead.
+// Nothing is left behind when it fails.
 func (s *Service) CreateSandbox(ctx context.Context, r *sandboxAPI.CreateSandboxRequest) (_ *sandboxAPI.CreateSandboxResponse, retErr error) {
 	defer func() { retErr = errgrpc.ToGRPC(retErr) }()
 	settings, err := cri.FromCreateSandbox(r.GetOptions(), r.GetNetnsPath())
@@ -113,17 +112,7 @@ func (s *Service) CreateSandbox(ctx context.Context, r *sandboxAPI.CreateSandbox
 		return nil, fmt.Errorf("sandbox %s: this shim already serves sandbox %s: %w", r.SandboxID, s.pod.id, errdefs.ErrAlreadyExists)
 	}
 	s.pod = &pod{id: r.SandboxID, settings: settings, image: s.pauseImage, createdAt: time.Now()}
-	if settings.HostProcess {
-		s.pod.image = ""
-		s.pod.hostProcess = newHostProcessSandbox()
-		s.pod.spec = hostProcessPodSpec(r.SandboxID)
-	}
 	s.mu.Unlock()
-	s.tasks.SetPodKind(settings.HostProcess)
-	if settings.HostProcess {
-		s.tasks.HoldForSandbox(r.SandboxID)
-		return &sandboxAPI.CreateSandboxResponse{}, nil
-	}
 	defer func() {
 		if retErr != nil {
 			s.mu.Lock()
@@ -131,6 +120,12 @@ func (s *Service) CreateSandbox(ctx context.Context, r *sandboxAPI.CreateSandbox
 			s.mu.Unlock()
 		}
 	}()
+	if settings.HostProcess {
+		if err := s.createHostProcessPod(ctx, r); err != nil {
+			return nil, err
+		}
+		return &sandboxAPI.CreateSandboxResponse{}, nil
+	}
 
 	rootfs, release, err := s.prepare(ctx, s.pauseImage, r.SandboxID)
 	if err != nil {
@@ -147,6 +142,21 @@ func (s *Service) CreateSandbox(ctx context.Context, r *sandboxAPI.CreateSandbox
 	s.pod.spec = spec
 	s.mu.Unlock()
 	return &sandboxAPI.CreateSandboxResponse{}, nil
+}
+
+// createHostProcessPod makes a HostProcess pod's sandbox, which has no
+// pause container, no pause image and no rootfs: the task service's
+// stand-in for it (shim/task hostprocesspod.go), as for the pause
+// container containerd asks for in podsandbox mode.
+func (s *Service) createHostProcessPod(ctx context.Context, r *sandboxAPI.CreateSandboxRequest) error {
+	spec := taskservice.HostProcessPodSpec(r.SandboxID)
+	if err := s.tasks.CreateFromSpec(ctx, r.SandboxID, r.BundlePath, spec, nil, nil); err != nil {
+		return fmt.Errorf("sandbox %s: %w", r.SandboxID, err)
+	}
+	s.mu.Lock()
+	s.pod.image, s.pod.spec = "", spec
+	s.mu.Unlock()
+	return nil
 }
 
 // pauseSpec is the OCI spec of the pod's infrastructure container id. It
@@ -199,12 +209,8 @@ func (s *Service) StartSandbox(ctx context.Context, r *sandboxAPI.StartSandboxRe
 	if err != nil {
 		return nil, err
 	}
-	var pid uint32
-	if p.hostProcess != nil {
-		s.mu.Lock()
-		p.hostProcess.started = true
-		s.mu.Unlock()
-	} else if pid, err = s.tasks.StartProcess(ctx, r.SandboxID, ""); err != nil {
+	pid, err := s.tasks.StartProcess(ctx, r.SandboxID, "")
+	if err != nil {
 		return nil, err
 	}
 	// containerd hands the sandbox's spec to NRI plugins.
@@ -232,15 +238,8 @@ func (s *Service) Platform(ctx context.Context, r *sandboxAPI.PlatformRequest) (
 // the timeout. Stopping a stopped sandbox is fine.
 func (s *Service) StopSandbox(ctx context.Context, r *sandboxAPI.StopSandboxRequest) (_ *sandboxAPI.StopSandboxResponse, retErr error) {
 	defer func() { retErr = errgrpc.ToGRPC(retErr) }()
-	p, err := s.get(r.SandboxID)
-	if err != nil {
+	if _, err := s.get(r.SandboxID); err != nil {
 		return nil, err
-	}
-	if p.hostProcess != nil {
-		s.mu.Lock()
-		p.hostProcess.stop()
-		s.mu.Unlock()
-		return &sandboxAPI.StopSandboxResponse{}, nil
 	}
 	timeout := defaultStopTimeout
 	if r.TimeoutSecs > 0 {
@@ -291,16 +290,8 @@ func (s *Service) kill(ctx context.Context, id string, sig syscall.Signal) error
 // WaitSandbox returns once the sandbox has stopped and is torn down.
 func (s *Service) WaitSandbox(ctx context.Context, r *sandboxAPI.WaitSandboxRequest) (_ *sandboxAPI.WaitSandboxResponse, retErr error) {
 	defer func() { retErr = errgrpc.ToGRPC(retErr) }()
-	p, err := s.get(r.SandboxID)
-	if err != nil {
+	if _, err := s.get(r.SandboxID); err != nil {
 		return nil, err
-	}
-	if p.hostProcess != nil {
-		exitedAt, err := p.hostProcess.wait(ctx)
-		if err != nil {
-			return nil, err
-		}
-		return &sandboxAPI.WaitSandboxResponse{ExitedAt: protobuf.ToTimestamp(exitedAt)}, nil
 	}
 	exit, exitedAt, err := s.tasks.WaitProcess(ctx, r.SandboxID, "")
 	if err != nil {
@@ -348,23 +339,11 @@ func (s *Service) SandboxStatus(ctx context.Context, r *sandboxAPI.SandboxStatus
 	return resp, nil
 }
 
-// pauseState is the state of the pod's pause process; a HostProcess pod's
-// sandbox has no process, and is running from its start to its stop.
+// pauseState is the state of the pod's pause process (a HostProcess pod's
+// stand-in's: pid 0, running from its start to its stop).
 func (s *Service) pauseState(p *pod) (process.State, error) {
-	if p.hostProcess == nil {
-		_, st, err := s.tasks.ProcessState(p.id, "")
-		return st, err
-	}
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	st := process.State{ID: p.id, Status: task.Status_CREATED}
-	switch {
-	case p.hostProcess.isStopped():
-		st.Status, st.ExitedAt = task.Status_STOPPED, p.hostProcess.exitedAt
-	case p.hostProcess.started:
-		st.Status = task.Status_RUNNING
-	}
-	return st, nil
+	_, st, err := s.tasks.ProcessState(p.id, "")
+	return st, err
 }
 
 // PingSandbox answers while the shim serves the sandbox.
@@ -381,20 +360,14 @@ func (s *Service) PingSandbox(ctx context.Context, r *sandboxAPI.PingRequest) (*
 // must still go.
 func (s *Service) ShutdownSandbox(ctx context.Context, r *sandboxAPI.ShutdownSandboxRequest) (_ *sandboxAPI.ShutdownSandboxResponse, retErr error) {
 	defer func() { retErr = errgrpc.ToGRPC(retErr) }()
-	if p, err := s.get(r.SandboxID); err == nil {
-		if p.hostProcess == nil {
-			if err := s.stop(ctx, r.SandboxID, defaultStopTimeout); err != nil {
-				return nil, err
-			}
-			if _, err := s.tasks.DeleteProcess(ctx, r.SandboxID, ""); err != nil && !errdefs.IsNotFound(err) {
-				return nil, err
-			}
+	if _, err := s.get(r.SandboxID); err == nil {
+		if err := s.stop(ctx, r.SandboxID, defaultStopTimeout); err != nil {
+			return nil, err
+		}
+		if _, err := s.tasks.DeleteProcess(ctx, r.SandboxID, ""); err != nil && !errdefs.IsNotFound(err) {
+			return nil, err
 		}
 		s.mu.Lock()
-		if p.hostProcess != nil {
-			p.hostProcess.stop()
-			s.tasks.HoldForSandbox("")
-		}
 		s.pod = nil
 		s.mu.Unlock()
 	}

@@ -108,3 +108,50 @@ func TestPodsandboxPodCheck(t *testing.T) {
 		t.Errorf("the pod check ran for %v, want the pause container only", checked)
 	}
 }
+
+// In shim mode a HostProcess pod's sandbox is the task of
+// HostProcessPodSpec, the same stand-in as containerd's pause container
+// gets in podsandbox mode: no compute system, a task of pid 0. It binds
+// the pod's kind, keeps the shim serving once the pod's last container is
+// gone, answers statistics (containerd's Windows CRI fails every pod's
+// stats without them), and the shim goes once it is deleted.
+func TestHostProcessPodSpec(t *testing.T) {
+	h := newHarness(t)
+	if err := h.svc.CreateFromSpec(h.ctx, "pod", t.TempDir(), HostProcessPodSpec("pod"), nil, nil); err != nil {
+		t.Fatal(err)
+	}
+	if s := h.backend.System("pod"); s != nil {
+		t.Fatalf("a HostProcess pod's sandbox made a compute system: %+v", s)
+	}
+	create := func(id string, mutate func(*specs.Spec)) error {
+		_, err := h.svc.Create(h.ctx, &taskAPI.CreateTaskRequest{ID: id, Bundle: bundle(t, mutate)})
+		return errgrpc.ToNative(err)
+	}
+	if err := create("ordinary", hostProcess(false, "container")); !errdefs.IsInvalidArgument(err) {
+		t.Errorf("an ordinary container in a HostProcess pod: %v", err)
+	}
+	if pid := h.start(t, "pod", ""); pid != 0 {
+		t.Errorf("the sandbox task's pid is %d", pid)
+	}
+	if _, err := h.svc.Shutdown(h.ctx, &taskAPI.ShutdownRequest{ID: "c1"}); err != nil || h.shutdown.done {
+		t.Fatalf("shutdown while the sandbox stays: %v, done %v", err, h.shutdown.done)
+	}
+	if st, err := h.svc.Stats(h.ctx, &taskAPI.StatsRequest{ID: "pod"}); err != nil || st.Stats == nil {
+		t.Errorf("Stats of the sandbox: %v, %v", st, err)
+	}
+	if _, err := h.svc.Stats(h.ctx, &taskAPI.StatsRequest{ID: "other"}); !errdefs.IsNotFound(errgrpc.ToNative(err)) {
+		t.Errorf("Stats of an unknown task: %v", err)
+	}
+	if _, err := h.svc.Kill(h.ctx, &taskAPI.KillRequest{ID: "pod", Signal: 15}); err != nil {
+		t.Fatal(err)
+	}
+	if w := h.wait(t, "pod", ""); w.ExitStatus != 0 {
+		t.Errorf("the sandbox task exited %d after SIGTERM, want 0", w.ExitStatus)
+	}
+	if _, err := h.svc.Delete(h.ctx, &taskAPI.DeleteRequest{ID: "pod"}); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := h.svc.Shutdown(h.ctx, &taskAPI.ShutdownRequest{ID: "c1"}); err != nil || !h.shutdown.done {
+		t.Errorf("shutdown once the sandbox is gone: %v, done %v", err, h.shutdown.done)
+	}
+}

@@ -6,18 +6,51 @@ import (
 	"sync"
 	"time"
 
+	"github.com/Microsoft/hcsshim/pkg/annotations"
 	"github.com/containerd/errdefs"
+	specs "github.com/opencontainers/runtime-spec/specs-go"
 
 	"github.com/winproc/winproc/shim/compute"
+	"github.com/winproc/winproc/shim/specconv"
 )
 
-// hostProcessPod is the compute system of a HostProcess pod's pause
-// container, which containerd runs as a task in podsandbox mode: nothing.
-// A HostProcess pod's containers run on the host in the host's network,
-// and nothing of the pod would run in a pause container, so runhcs fakes
-// the sandbox task (hcsshim cmd/containerd-shim-runhcs-v1 pod.go) and so
-// does this: its one process runs from start until it is signalled or
-// killed, or the system stops, and uses nothing.
+// A HostProcess pod has no pause container: its containers run on the
+// host in the host's network, and nothing of the pod would run in one. So
+// runhcs fakes the sandbox task without translating its spec (hcsshim
+// cmd/containerd-shim-runhcs-v1 pod.go, createPod), and so does this file,
+// the one place that does, for both sandbox modes: the sandbox's task, made
+// from containerd's pause spec (podsandbox mode) or from HostProcessPodSpec
+// (the sandbox service, shim mode), has the system hostProcessPod, whose
+// one process runs from start until it is signalled or killed, or the
+// system stops, and uses nothing. It keeps the shim serving while the pod
+// stays, and answers the sandbox's task statistics (containerd's Windows
+// CRI fails the node's whole pod stats call without them).
+
+// HostProcessPodSpec is the spec of a HostProcess pod's sandbox in shim
+// mode, which StartSandbox also hands containerd (for NRI plugins): the
+// annotations containerd's CRI puts on a pause container, with no process.
+func HostProcessPodSpec(id string) *specs.Spec {
+	return &specs.Spec{
+		Version: specs.Version,
+		Root:    &specs.Root{},
+		Annotations: map[string]string{
+			annotations.KubernetesContainerType: criSandbox,
+			annotations.KubernetesSandboxID:     id,
+			annotations.HostProcessContainer:    "true",
+		},
+		Windows: &specs.Windows{},
+	}
+}
+
+// isHostProcessPod reports whether spec is a HostProcess pod's sandbox:
+// containerd's CRI marks a pod's pause container with
+// io.kubernetes.cri.container-type sandbox.
+func isHostProcessPod(spec *specs.Spec) bool {
+	return spec.Annotations[annotations.KubernetesContainerType] == criSandbox && specconv.IsHostProcess(spec)
+}
+
+// hostProcessPod is the compute system of a HostProcess pod's sandbox:
+// nothing.
 type hostProcessPod struct {
 	id      string
 	started time.Time

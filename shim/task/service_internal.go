@@ -47,26 +47,14 @@ type Service struct {
 
 	mu         sync.Mutex
 	containers map[string]*container
-	// podKind is the pod's HostProcess flag once known: from the sandbox
-	// service (shim mode), or the pause container's spec (podsandbox
-	// mode). Every container of the pod must be of its kind.
+	// podKind is the pod's HostProcess flag once known, from the spec of
+	// its sandbox's task (checkPodKind): containerd's pause container in
+	// podsandbox mode, the sandbox service's in shim mode. Every container
+	// of the pod must be of its kind.
 	podKind *bool
-	// heldSandbox, when set, is a sandbox with no task of its own (a
-	// HostProcess pod's in shim mode), held since heldSince: it keeps the
-	// shim serving, and its statistics are the empty ones of a task with
-	// no process.
-	heldSandbox string
-	heldSince   time.Time
 	// draining is set while an idle shim waits for its backend's
 	// background work before it stops (ShutdownIfIdle).
 	draining bool
-}
-
-// SetPodKind records whether the pod the shim serves is a HostProcess pod.
-func (s *Service) SetPodKind(hostProcess bool) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	s.podKind = &hostProcess
 }
 
 // SetPodCheck sets the check of a pod's config that the pause container's
@@ -80,9 +68,10 @@ func (s *Service) SetPodCheck(check func(ctx context.Context, id string) error) 
 }
 
 // checkPodKind refuses a container whose HostProcess flag is not its
-// pod's, and learns the pod's kind from its pause container (podsandbox
-// mode: containerd's CRI marks it with io.kubernetes.cri.container-type
-// sandbox).
+// pod's, and learns the pod's kind from its sandbox's task, the first
+// marked with io.kubernetes.cri.container-type sandbox: containerd's CRI
+// marks the pause container so, and the sandbox service its own in shim
+// mode.
 func (s *Service) checkPodKind(spec *specs.Spec) error {
 	s.mu.Lock()
 	defer s.mu.Unlock()
@@ -186,12 +175,20 @@ func (s *Service) CreateFromSpec(ctx context.Context, id, bundle string, spec *s
 	if err := s.exists(id); err != nil {
 		return err
 	}
+	if err := s.checkPodKind(spec); err != nil {
+		return fmt.Errorf("task %s: %w", id, err)
+	}
 	return s.create(ctx, id, bundle, spec, rootfs, process.Stdio{}, release)
 }
 
 func (s *Service) create(ctx context.Context, id, bundle string, spec *specs.Spec, rootfs []mount.Mount, stdio process.Stdio, release func(context.Context) error) error {
-	settings, procSettings, err := specconv.FromSpec(spec, rootfs, s.backend.HostCPUs())
-	if err != nil {
+	hostProcessPod := isHostProcessPod(spec)
+	settings, procSettings := &compute.Settings{}, &compute.ProcessSettings{}
+	var err error
+	if hostProcessPod {
+		// Nothing of the spec runs (hostprocesspod.go).
+		settings.HostProcess = &compute.HostProcess{}
+	} else if settings, procSettings, err = specconv.FromSpec(spec, rootfs, s.backend.HostCPUs()); err != nil {
 		return fmt.Errorf("task %s: %w", id, err)
 	}
 	if settings.Resources.CPUCountCapped {
@@ -207,7 +204,7 @@ func (s *Service) create(ctx context.Context, id, bundle string, spec *specs.Spe
 		return fmt.Errorf("task %s: %w", id, err)
 	}
 	var sys compute.System
-	if settings.HostProcess != nil && spec.Annotations[annotations.KubernetesContainerType] == criSandbox {
+	if hostProcessPod {
 		sys = newHostProcessPod(id)
 	} else {
 		sys, err = s.backend.Create(ctx, id, settings)
@@ -384,30 +381,18 @@ func (s *Service) WaitProcess(ctx context.Context, id, execID string) (exit uint
 	return p.Wait(ctx)
 }
 
-// HoldForSandbox keeps the shim serving for sandbox id, which has no task
-// of its own, until it is called with "": removing the pod's last
-// container must not end the shim while the pod stays. containerd's
-// Windows CRI asks for the sandbox's task statistics (podSandboxStats),
-// which fails the node's whole pod stats call when there are none; the
-// held sandbox answers with a task's that has no process, as runhcs's
-// HostProcess pod does.
-func (s *Service) HoldForSandbox(id string) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	s.heldSandbox, s.heldSince = id, time.Now()
-}
-
 // drainTimeout bounds how long an idle shim stays for the work its backend
 // carries on in the background (a teardown the emulation retries for 10
 // minutes at most).
 const drainTimeout = 10 * time.Minute
 
-// ShutdownIfIdle stops the shim unless it still holds a task or a
-// sandbox. The backend's background work (compute.Drainer) is the shim's:
-// the shim stops once it has ended, within drainTimeout, and still idle.
+// ShutdownIfIdle stops the shim unless it still holds a task (a pod's
+// sandbox is one, a HostProcess pod's too). The backend's background work
+// (compute.Drainer) is the shim's: the shim stops once it has ended, within
+// drainTimeout, and still idle.
 func (s *Service) ShutdownIfIdle() {
 	s.mu.Lock()
-	idle := len(s.containers) == 0 && s.heldSandbox == ""
+	idle := len(s.containers) == 0
 	start := idle && !s.draining
 	s.draining = s.draining || idle
 	s.mu.Unlock()
@@ -426,7 +411,7 @@ func (s *Service) ShutdownIfIdle() {
 			log.G(ctx).WithError(err).Warn("stopping with background teardowns pending: the shim's delete or winproc doctor -fix removes what they leave")
 		}
 		s.mu.Lock()
-		idle := len(s.containers) == 0 && s.heldSandbox == ""
+		idle := len(s.containers) == 0
 		s.draining = false
 		s.mu.Unlock()
 		if idle {
@@ -491,12 +476,6 @@ func (s *Service) CloseProcessIO(ctx context.Context, id, execID string, stdin b
 func (s *Service) TaskStats(ctx context.Context, id string) (*compute.Stats, error) {
 	c, err := s.container(id)
 	if err != nil {
-		s.mu.Lock()
-		defer s.mu.Unlock()
-		if id != "" && id == s.heldSandbox {
-			now := time.Now()
-			return &compute.Stats{Timestamp: now, ContainerStartTime: s.heldSince, Uptime: now.Sub(s.heldSince)}, nil
-		}
 		return nil, err
 	}
 	st, err := c.system.Stats(ctx)

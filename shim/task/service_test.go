@@ -541,30 +541,6 @@ func TestPidsWithoutDetails(t *testing.T) {
 	h.wait(t, "c1", "")
 }
 
-// A sandbox without a task of its own (a HostProcess pod in shim mode)
-// keeps the shim serving once its last container is gone; the shim goes
-// when the sandbox does.
-func TestShutdownWaitsForSandbox(t *testing.T) {
-	h := newHarness(t)
-	h.svc.HoldForSandbox("pod")
-	if _, err := h.svc.Shutdown(h.ctx, &taskAPI.ShutdownRequest{ID: "c1"}); err != nil || h.shutdown.done {
-		t.Fatalf("shutdown while the sandbox is held: %v, done %v", err, h.shutdown.done)
-	}
-	// Its statistics are a task's with no process (containerd's Windows
-	// CRI fails every pod's stats without them).
-	st, err := h.svc.Stats(h.ctx, &taskAPI.StatsRequest{ID: "pod"})
-	if err != nil || st.Stats == nil {
-		t.Errorf("Stats of the held sandbox: %v, %v", st, err)
-	}
-	if _, err := h.svc.Stats(h.ctx, &taskAPI.StatsRequest{ID: "other"}); !errdefs.IsNotFound(errgrpc.ToNative(err)) {
-		t.Errorf("Stats of an unknown task: %v", err)
-	}
-	h.svc.HoldForSandbox("")
-	if _, err := h.svc.Shutdown(h.ctx, &taskAPI.ShutdownRequest{ID: "c1"}); err != nil || !h.shutdown.done {
-		t.Errorf("shutdown once the sandbox is gone: %v, done %v", err, h.shutdown.done)
-	}
-}
-
 // A system that lingers after its first process exited is terminated at
 // its own graceful deadline (a HostProcess container's 5 s), and the
 // task's exit is final then.

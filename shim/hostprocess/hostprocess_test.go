@@ -1,4 +1,4 @@
-package jobcontainer
+package hostprocess
 
 import (
 	"reflect"
@@ -7,6 +7,10 @@ import (
 
 	"github.com/containerd/errdefs"
 )
+
+// The rules' tables: each case is what Windows (CreateProcess, the
+// environment block) or runhcs (hcsshim v0.15.0 internal/jobcontainers)
+// does with the input, for both backends that use them.
 
 func TestResolveProgram(t *testing.T) {
 	files := map[string]bool{
@@ -26,7 +30,7 @@ func TestResolveProgram(t *testing.T) {
 		`c:\windows\system32\dirlike.exe\x.txt`: true,
 	}
 	isFile := func(p string) bool { return files[strings.ToLower(p)] }
-	search := searchPath(`C:\hpc\c1`, `C:\work`, `C:\Windows`, `C:\Windows\system32;"C:\tools";;`)
+	search := SearchPath(`C:\hpc\c1`, `C:\work`, `C:\Windows`, `C:\Windows\system32;"C:\tools";;`)
 	for _, tc := range []struct {
 		name, line, path, want string
 	}{
@@ -56,12 +60,12 @@ func TestResolveProgram(t *testing.T) {
 		{"full path: .exe when the name as written is not there", `C:\Windows\System32\ping -n 1`, `C:\Windows\System32\ping.exe`, `C:\Windows\System32\ping -n 1`},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			p, err := resolveProgram(tc.line, `C:\hpc\c1`, `C:\work`, search, isFile)
+			p, err := ResolveProgram(tc.line, `C:\hpc\c1`, `C:\work`, search, isFile)
 			if err != nil {
 				t.Fatal(err)
 			}
-			if !strings.EqualFold(p.path, tc.path) || p.commandLine != tc.want {
-				t.Errorf("resolveProgram(%q) = %q, %q; want %q, %q", tc.line, p.path, p.commandLine, tc.path, tc.want)
+			if !strings.EqualFold(p.Path, tc.path) || p.CommandLine != tc.want {
+				t.Errorf("ResolveProgram(%q) = %q, %q; want %q, %q", tc.line, p.Path, p.CommandLine, tc.path, tc.want)
 			}
 		})
 	}
@@ -79,9 +83,9 @@ func TestResolveProgram(t *testing.T) {
 		{"empty", `  `, errdefs.IsInvalidArgument, []string{"empty"}},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			_, err := resolveProgram(tc.line, `C:\hpc\c1`, `C:\work`, search, isFile)
+			_, err := ResolveProgram(tc.line, `C:\hpc\c1`, `C:\work`, search, isFile)
 			if !tc.check(err) {
-				t.Fatalf("resolveProgram(%q) = %v", tc.line, err)
+				t.Fatalf("ResolveProgram(%q) = %v", tc.line, err)
 			}
 			for _, n := range tc.names {
 				if !strings.Contains(err.Error(), n) {
@@ -93,7 +97,7 @@ func TestResolveProgram(t *testing.T) {
 }
 
 func TestSearchPath(t *testing.T) {
-	got := searchPath(`C:\hpc\c1`, `C:\hpc\c1\work`, `C:\Windows`, `C:\a; "C:\b c" ;;C:\d`)
+	got := SearchPath(`C:\hpc\c1`, `C:\hpc\c1\work`, `C:\Windows`, `C:\a; "C:\b c" ;;C:\d`)
 	want := []string{`C:\hpc\c1`, `C:\hpc\c1\work`, `C:\Windows\System32`, `C:\Windows\System`, `C:\Windows`, `C:\a`, `C:\b c`, `C:\d`}
 	if !reflect.DeepEqual(got, want) {
 		t.Errorf("searchPath = %q", got)
@@ -109,9 +113,12 @@ func TestWorkingDirectory(t *testing.T) {
 		{`C:\host\dir`, `C:\host\dir`},
 		{`%CONTAINER_SANDBOX_MOUNT_POINT%\app`, `C:\hpc\c1\app`},
 		{`\\server\share\x`, `\\server\share\x`},
+		{`\logs\`, `C:\hpc\c1\logs`},
+		{`bin`, `C:\hpc\c1\bin`},
+		{`C:work`, `C:\hpc\c1\C:work`}, // drive-relative: not a full path
 	} {
-		if got := workingDirectory(tc.wd, `C:\hpc\c1`); got != tc.want {
-			t.Errorf("workingDirectory(%q) = %q, want %q", tc.wd, got, tc.want)
+		if got := WorkingDirectory(tc.wd, `C:\hpc\c1`); got != tc.want {
+			t.Errorf("WorkingDirectory(%q) = %q, want %q", tc.wd, got, tc.want)
 		}
 	}
 }
@@ -123,8 +130,80 @@ func TestExpandMountPoint(t *testing.T) {
 		{`%CONTAINER_SANDBOX_MOUNT_POINT`, `%CONTAINER_SANDBOX_MOUNT_POINT`},
 		{`%OTHER%`, `%OTHER%`},
 	} {
-		if got := expandMountPoint(tc.in, `C:\m`); got != tc.want {
-			t.Errorf("expandMountPoint(%q) = %q, want %q", tc.in, got, tc.want)
+		if got := ExpandMountPoint(tc.in, `C:\m`); got != tc.want {
+			t.Errorf("ExpandMountPoint(%q) = %q, want %q", tc.in, got, tc.want)
+		}
+	}
+}
+
+func TestEnvironment(t *testing.T) {
+	const ps, wbem = `C:\Windows\System32\WindowsPowerShell\v1.0`, `C:\Windows\System32\Wbem`
+	profile := []string{`Path=C:\Windows\system32;C:\Windows`, `TEMP=C:\Users\u\Temp`, `=C:=C:\x`, `USERNAME=u`}
+	for _, tc := range []struct {
+		name string
+		spec []string
+		want []string
+	}{
+		{"profile, then the container's additions", nil, []string{
+			`TEMP=C:\Users\u\Temp`, `USERNAME=u`, `CONTAINER_SANDBOX_MOUNT_POINT=C:\hpc\c1\`,
+			`PATH=C:\hpc\c1;C:\Windows\system32;C:\Windows;` + ps + `;` + wbem,
+		}},
+		// NAME= is a variable with an empty value, as runhcs passes it
+		// (hcsshim internal/exec, dedupEnvCase and createEnvBlock).
+		{"the spec over the profile, names without case; NAME= empties", []string{`temp=D:\t`, `USERNAME=`, `A=1`, `a=2`}, []string{
+			`temp=D:\t`, `USERNAME=`, `a=2`, `CONTAINER_SANDBOX_MOUNT_POINT=C:\hpc\c1\`,
+			`PATH=C:\hpc\c1;C:\Windows\system32;C:\Windows;` + ps + `;` + wbem,
+		}},
+		{"a spec PATH keeps the mount point in front, PowerShell once", []string{`PATH=C:\app;` + ps + `\`}, []string{
+			`TEMP=C:\Users\u\Temp`, `USERNAME=u`, `CONTAINER_SANDBOX_MOUNT_POINT=C:\hpc\c1\`,
+			`PATH=C:\hpc\c1;C:\app;` + ps + `\;` + wbem,
+		}},
+		{"the spec cannot move the mount point", []string{`CONTAINER_SANDBOX_MOUNT_POINT=C:\elsewhere`, `PATH=C:\hpc\c1\;C:\x`}, []string{
+			`TEMP=C:\Users\u\Temp`, `USERNAME=u`, `CONTAINER_SANDBOX_MOUNT_POINT=C:\hpc\c1\`,
+			`PATH=C:\hpc\c1;C:\x;` + ps + `;` + wbem,
+		}},
+		{"values expand the mount point", []string{`CONF=%CONTAINER_SANDBOX_MOUNT_POINT%\conf`, `broken`}, []string{
+			`TEMP=C:\Users\u\Temp`, `USERNAME=u`, `CONF=C:\hpc\c1\conf`, `CONTAINER_SANDBOX_MOUNT_POINT=C:\hpc\c1\`,
+			`PATH=C:\hpc\c1;C:\Windows\system32;C:\Windows;` + ps + `;` + wbem,
+		}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			got := []string(Environment(profile, tc.spec, `C:\hpc\c1`, `C:\Windows`))
+			if !reflect.DeepEqual(got, tc.want) {
+				t.Errorf("Environment =\n%q\nwant\n%q", got, tc.want)
+			}
+		})
+	}
+}
+
+func TestParseAccount(t *testing.T) {
+	for _, tc := range []struct {
+		user string
+		want Account
+		// spelling is the account's String: Windows' name of a well-known
+		// account, any other as written.
+		spelling string
+	}{
+		{`NT AUTHORITY\SYSTEM`, Account{AccountSystem, "SYSTEM", "NT AUTHORITY"}, `NT AUTHORITY\SYSTEM`},
+		{`nt authority\system`, Account{AccountSystem, "system", "nt authority"}, `NT AUTHORITY\SYSTEM`},
+		{`nt authority\LocalSystem`, Account{AccountSystem, "LocalSystem", "nt authority"}, `NT AUTHORITY\SYSTEM`},
+		{`NT AUTHORITY\Local Service`, Account{AccountService, "Local Service", "NT AUTHORITY"}, `NT AUTHORITY\LOCAL SERVICE`},
+		{`NT AUTHORITY\LocalService`, Account{AccountService, "LocalService", "NT AUTHORITY"}, `NT AUTHORITY\LOCAL SERVICE`},
+		{` NT AUTHORITY\NETWORK SERVICE `, Account{AccountService, "NETWORK SERVICE", "NT AUTHORITY"}, `NT AUTHORITY\NETWORK SERVICE`},
+		{`NT AUTHORITY\NetworkService`, Account{AccountService, "NetworkService", "NT AUTHORITY"}, `NT AUTHORITY\NETWORK SERVICE`},
+		{`Administrators`, Account{AccountLocal, "Administrators", ""}, `Administrators`},
+		{`BUILTIN\Users`, Account{AccountLocal, "Users", "BUILTIN"}, `BUILTIN\Users`},
+		{`.\agent`, Account{AccountLocal, "agent", "."}, `.\agent`},
+		{`CORP\svc-agent`, Account{AccountDomain, "svc-agent", "CORP"}, `CORP\svc-agent`},
+	} {
+		got, err := ParseAccount(tc.user)
+		if err != nil || got != tc.want || got.String() != tc.spelling {
+			t.Errorf("ParseAccount(%q) = %+v (%s), %v; want %+v (%s)", tc.user, got, got, err, tc.want, tc.spelling)
+		}
+	}
+	for _, user := range []string{"", "  ", `NT AUTHORITY\IUSR`, `NT AUTHORITY\Nobody`, `CORP\`} {
+		if _, err := ParseAccount(user); !errdefs.IsInvalidArgument(err) {
+			t.Errorf("ParseAccount(%q) = %v", user, err)
 		}
 	}
 }
