@@ -9,8 +9,10 @@ import (
 	"io"
 	"os"
 	"os/exec"
+	"os/signal"
 	"strings"
 	"sync"
+	"syscall"
 	"testing"
 	"time"
 	"unsafe"
@@ -23,9 +25,18 @@ import (
 // its stdout.
 const echoEnv = "WINPROC_HCS_CONTRACT_ECHO"
 
+// holdEnv makes this binary a container process that takes console
+// events and runs on until it is terminated.
+const holdEnv = "WINPROC_HCS_CONTRACT_HOLD"
+
 func TestMain(m *testing.M) {
 	if os.Getenv(echoEnv) != "" {
 		io.Copy(os.Stdout, os.Stdin)
+		os.Exit(0)
+	}
+	if os.Getenv(holdEnv) != "" {
+		signal.Notify(make(chan os.Signal, 1), os.Interrupt, syscall.SIGTERM)
+		time.Sleep(2 * time.Minute)
 		os.Exit(0)
 	}
 	if spec := os.Getenv(HelperEnv); spec != "" {
