@@ -156,7 +156,7 @@ var opCallback = windows.NewCallback(func(op, ctx uintptr) uintptr {
 // writeFaults sets the stand-in's faults (testdata/standins/faults.h).
 func writeFaults(t *testing.T, lines string) {
 	t.Helper()
-	f := `C:\ProgramData\winproc-standins\faults`
+	f := FaultsFile
 	if err := os.WriteFile(f, []byte(lines), 0o644); err != nil {
 		t.Fatal(err)
 	}
