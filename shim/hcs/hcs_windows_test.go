@@ -190,6 +190,8 @@ func TestComputecoreBinding(t *testing.T) {
 	req := &schema2.ModifySettingRequest{ResourcePath: schema2.ResourceMemoryLimit, RequestType: schema2.RequestUpdate, Settings: 512}
 	if err := sys.Modify(ctx, req); err != nil {
 		t.Errorf("Modify: %v", err)
+	} else if sent, _ := json.Marshal(req); keptDocument(t, "binding-modify-1") != string(sent) {
+		t.Errorf("the stand-in got the modification %s; sent %s", keptDocument(t, "binding-modify-1"), sent)
 	}
 
 	// A process: its stdout through the pipe HCS handed over, its exit

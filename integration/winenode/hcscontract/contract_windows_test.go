@@ -26,7 +26,7 @@ import (
 const echoEnv = "WINPROC_HCS_CONTRACT_ECHO"
 
 // holdEnv makes this binary a container process that takes console
-// events and runs on until it is terminated.
+// events, says "ready" once it does, and runs on until it is terminated.
 const holdEnv = "WINPROC_HCS_CONTRACT_HOLD"
 
 func TestMain(m *testing.M) {
@@ -36,6 +36,7 @@ func TestMain(m *testing.M) {
 	}
 	if os.Getenv(holdEnv) != "" {
 		signal.Notify(make(chan os.Signal, 1), os.Interrupt, syscall.SIGTERM)
+		fmt.Println("ready")
 		time.Sleep(2 * time.Minute)
 		os.Exit(0)
 	}

@@ -3,6 +3,7 @@
 package hcscontract
 
 import (
+	"bufio"
 	"errors"
 	"fmt"
 	"io"
@@ -48,8 +49,18 @@ func TestFaultHold(t *testing.T) {
 	writeFaults(t, "HcsSignalProcess hold 0 1\n")
 	sys := h.create(t, "fault-hold", document(volume(t), false), true)
 	exe, _ := os.Executable()
-	p, _ := h.process(t, sys, fmt.Sprintf(`{"CommandArgs":[%q,"-test.run=^$"],"Environment":{%q:"1"}}`, exe, holdEnv))
-	pid := h.pid(t, p)
+	p, info := h.process(t, sys, fmt.Sprintf(`{"CommandArgs":[%q,"-test.run=^$"],"Environment":{%q:"1"},"CreateStdOutPipe":true}`, exe, holdEnv))
+	pid := info.ProcessID
+	// The event once the process takes events: before, the default
+	// handler would end it.
+	out, err := winio.NewOpenFile(info.StdOutput)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer out.Close()
+	if line, err := bufio.NewReader(out).ReadString('\n'); strings.TrimSpace(line) != "ready" {
+		t.Fatalf("the process said %q, %v; want ready", line, err)
+	}
 
 	signal := h.startOp(t, "HcsSignalProcess", p, `{"Signal":"CtrlC"}`)
 	h.pending(t, "the held console event", signal)

@@ -46,6 +46,8 @@ struct sys {
     process_t *processes;
     char *links[32]; /* mapped directories: Linux links in the volume */
     int nlinks;
+    int nmodify;           /* HcsModifyComputeSystem documents kept */
+    ULONGLONG peak_commit; /* the most memory committed seen (statistics) */
 };
 
 const WCHAR *state_name(int state);
