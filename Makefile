@@ -90,8 +90,9 @@ list-test-packages:
 # uintptr outside the system call's expression then goes stale (Go's
 # unsafe.Pointer rule 4), where an ordinary run almost never shows it.
 # shim/hcs's TestComputecoreBindingUnderWine and shim/jobcontainer's
-# TestJobObjectsUnderWine (in `unit`) do the same, with the stand-in
-# computecore.dll and with real job objects.
+# TestJobObjectsUnderWine (in `unit`) do the same, with the node's
+# stand-in HCS (integration/winenode/testdata/standins) and with real job
+# objects.
 BINDING_PACKAGES := ./shim/hcs/... ./shim/jobcontainer/...
 MOVE_STACKS := -gcflags=all=-d=maymorestack=runtime.mayMoreStackMove
 

@@ -25,7 +25,7 @@ const HCSService = "computecore-service.exe"
 // own name's .c.
 var standinSources = map[string][]string{
 	"computecore.dll": {"computecore.c", "hcsclient.c"},
-	HCSService:        {"hcsservice.c", "hcssystem.c", "hcsprocess.c", "hcsenv.c"},
+	HCSService:        {"hcsservice.c", "hcssystem.c", "hcsprocess.c", "hcshold.c", "hcsenv.c"},
 }
 
 // BuildStandins builds the stand-ins with MinGW into dir.

@@ -44,8 +44,8 @@ func TestCoreKillNotQueuedBehindHeldSignal(t *testing.T) {
 	a, c := testCore(t)
 	c.signalWait = 20 * time.Millisecond
 	_, p, fp := coreProcessOf(t, a, c, "s", &schema2.ProcessParameters{CommandLine: "servercore.exe"})
+	a.injectLine(t, "HcsSignalProcess hold 0 1")
 	fp.mu.Lock()
-	fp.signalHolds = true
 	fp.killExits = true
 	fp.mu.Unlock()
 	// A failing test must not hang in Close, which waits for the event.
@@ -89,7 +89,7 @@ func TestCoreCreateProcessSpuriousWaitFailure(t *testing.T) {
 	einval := syscall.Errno(0x80070057)
 	t.Run("recovered", func(t *testing.T) {
 		a, c := testCore(t)
-		a.failOperation("createProcess", einval)
+		a.injectLine(t, "HcsCreateProcess spurious 80070057 1")
 		_, p, fp := coreProcessOf(t, a, c, "s", &schema2.ProcessParameters{CommandLine: "x", CreateStdOutPipe: true})
 		if p.Pid() != fp.pid {
 			t.Errorf("Pid = %d, want %d", p.Pid(), fp.pid)

@@ -31,11 +31,12 @@
 //
 // The Windows tests (hcs_windows_test.go) need no HCS: they call the
 // notification callback as HCS does, read HCS's errors, and run the binding
-// against a stand-in of computecore.dll (testdata/fakecomputecore, built
-// and run under Wine by binding_wine_test.go). The whole package's tests
-// also run as a Windows binary under Wine. The fake binding's fault plan
-// (faultplan_test.go) takes the node's stand-ins' fault lines
-// (integration/winenode/testdata/standins/faults.h), with the same kinds
+// against the node's stand-in HCS (integration/winenode/testdata/standins:
+// computecore.dll and its service, real processes in a job object, faults
+// set by faults.h lines; built and run under Wine in a prefix of their own
+// by binding_wine_test.go, faults_windows_test.go). The whole package's
+// tests also run as a Windows binary under Wine. The fake binding's fault
+// plan (faultplan_test.go) takes the same fault lines, with the same kinds
 // (faultline_test.go).
 //
 // # Lifecycle

@@ -612,9 +612,8 @@ func (h *fakeHCS) signalProcess(x, op hcsHandle, options string) error {
 		return err
 	}
 	h.on(op, x)
-	p.mu.Lock()
-	holds := p.signalHolds
-	p.mu.Unlock()
+	f := h.api.faultOf("signal")
+	holds := f != nil && f.hold
 	var free chan struct{}
 	if holds {
 		free = make(chan struct{})
@@ -835,9 +834,6 @@ type fakeProcess struct {
 	killExits   bool // Kill ends the process with code 1
 	signals     []string
 	signalExits bool // a console event ends the process with code 0
-	// signalHolds makes a console event's call last until the process
-	// exits, as a servercore process's handler that does not return.
-	signalHolds bool
 	stdinClose  int
 	resized     [][2]uint16
 }

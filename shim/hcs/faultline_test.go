@@ -38,6 +38,12 @@ var faultKinds = map[string]func(hr error) fault{
 	// clears.
 	"late":  func(error) fault { return fault{late: true} },
 	"twice": func(error) fault { return fault{twice: true} },
+	// A create whose operation fails although the process was made: the
+	// fake's op fault of createProcess makes the process too.
+	"spurious": func(hr error) fault { return fault{op: hr} },
+	// A console event whose call lasts until the process exits; the
+	// stand-in completes it with the HRESULT, the fake with success.
+	"hold": func(error) fault { return fault{hold: true} },
 }
 
 // standinOnlyKinds are faults.h's kinds the fake does not take, each with
@@ -160,6 +166,8 @@ func TestParseFaultLine(t *testing.T) {
 		{"HcsEventSystemExited lost 0 1", "systemExited", fault{lost: true}, false},
 		{"HcsEventSystemExited twice 0 1", "systemExited", fault{twice: true}, false},
 		{"HcsEventProcessExited late 0 1", "processExited", fault{late: true}, false},
+		{"HcsCreateProcess spurious 80070057 1", "createProcess", fault{op: syscall.Errno(0x80070057)}, false},
+		{"HcsSignalProcess hold 0 1", "signal", fault{hold: true}, false},
 		{"HcsTerminateComputeSystem gone 8037010E 1", "", fault{}, true},
 		{"HcsNoSuchFunction call 80004005 1", "", fault{}, true},
 		{"HcsStartComputeSystem call zz 1", "", fault{}, true},

@@ -47,6 +47,9 @@ type fault struct {
 	// For a notification: lost, it never comes; twice, it comes twice;
 	// late, it comes when the fault clears.
 	lost, twice, late bool
+	// hold: a console event's call lasts until the process exits, and
+	// the calls on its handle wait behind it.
+	hold bool
 }
 
 type activeFault struct {

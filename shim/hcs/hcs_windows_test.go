@@ -3,12 +3,13 @@
 package hcs
 
 import (
+	"bufio"
 	"context"
 	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
-	"os"
+	"slices"
 	"strings"
 	"syscall"
 	"testing"
@@ -155,78 +156,54 @@ func TestNoComputeService(t *testing.T) {
 	}
 }
 
-// TestComputecoreBinding runs the binding and the core against a stand-in
-// of computecore.dll (testdata/fakecomputecore, built by
-// TestComputecoreBindingUnderWine, which runs this under Wine): every
-// function called with HCS's signatures, documents through UTF-16 both
-// ways, results freed with LocalFree, notifications on the stand-in's own
-// threads, HCS_PROCESS_INFORMATION's pipe handles read through go-winio.
+// TestComputecoreBinding runs the binding and the core against the node's
+// stand-in HCS (integration/winenode/testdata/standins: computecore.dll
+// and its service, real processes in a job object; built and run under
+// Wine by TestComputecoreBindingUnderWine): every function called with
+// HCS's signatures, documents through UTF-16 both ways, results freed with
+// LocalFree, notifications on the stand-in's own threads,
+// HCS_PROCESS_INFORMATION's pipe handles read through go-winio.
 func TestComputecoreBinding(t *testing.T) {
-	path := os.Getenv("WINPROC_FAKE_COMPUTECORE")
-	if path == "" {
-		t.Skip("WINPROC_FAKE_COMPUTECORE is not set: TestComputecoreBindingUnderWine runs this")
-	}
-	b := newComputecoreBinding(windows.NewLazyDLL(path))
-	c := &computeCore{api: b}
+	s := loadStandin(t)
+	c := s.c
 	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 	defer cancel()
 
-	// Create: the document arrives whole (the stand-in echoes it in the
-	// properties), non-ASCII included.
-	doc := &schema2.ComputeSystem{Owner: Owner, SchemaVersion: &schema2.V21, Container: &schema2.Container{GuestOs: &schema2.GuestOs{HostName: "hôte-ünïcode"}}}
-	sys, err := c.createContainer(ctx, "c1", doc)
-	if err != nil {
-		t.Fatal(err)
-	}
-	cs := sys.(*coreSystem)
-	raw, err := c.runOn(ctx, &cs.coreHandle, "HcsGetComputeSystemProperties", func(h, op hcsHandle) error {
-		return b.getComputeSystemProperties(h, op, `{"PropertyTypes":["Statistics"]}`)
-	})
-	if err != nil {
-		t.Fatal(err)
-	}
-	var echo struct {
-		Id    string
-		Echo  json.RawMessage
-		Query json.RawMessage
-	}
-	if err := json.Unmarshal([]byte(raw), &echo); err != nil {
-		t.Fatalf("properties %q: %v", raw, err)
-	}
-	sent, _ := json.Marshal(doc)
-	if echo.Id != "c1" || string(echo.Echo) != string(sent) || string(echo.Query) != `{"PropertyTypes":["Statistics"]}` {
-		t.Errorf("the stand-in got id %q, document %s, query %s; sent %s", echo.Id, echo.Echo, echo.Query, sent)
+	// Create: the document arrives whole (the service keeps what it got),
+	// non-ASCII included.
+	doc := s.document(t, Owner)
+	doc.Container.GuestOs = &schema2.GuestOs{HostName: "hôte-ünïcode"}
+	sys := s.create(t, "binding", doc)
+	if sent, _ := json.Marshal(doc); keptDocument(t, "binding") != string(sent) {
+		t.Errorf("the stand-in got %s; sent %s", keptDocument(t, "binding"), sent)
 	}
 	if err := sys.Start(ctx); err != nil {
 		t.Fatal(err)
 	}
 	props, err := sys.Properties(ctx, schema2.PropertyStatistics)
-	if err != nil || props.Statistics == nil || props.Statistics.Processor.TotalRuntime100ns != 7 || props.Statistics.Memory.MemoryUsageCommitBytes != 4096 {
+	if err != nil || props.Statistics == nil || props.Statistics.Timestamp.IsZero() || props.Statistics.Uptime100ns == 0 {
 		t.Errorf("statistics %+v, %v", props, err)
+	}
+	if _, err := sys.Properties(ctx, "Memory"); !errors.Is(err, syscall.Errno(0x80070032)) || !strings.Contains(err.Error(), "HcsGetComputeSystemProperties") {
+		t.Errorf("a property type HCS refuses: %v; want ERROR_NOT_SUPPORTED naming the call", err)
 	}
 	req := &schema2.ModifySettingRequest{ResourcePath: schema2.ResourceMemoryLimit, RequestType: schema2.RequestUpdate, Settings: 512}
 	if err := sys.Modify(ctx, req); err != nil {
 		t.Errorf("Modify: %v", err)
+	} else if sent, _ := json.Marshal(req); keptDocument(t, "binding-modify-1") != string(sent) {
+		t.Errorf("the stand-in got the modification %s; sent %s", keptDocument(t, "binding-modify-1"), sent)
 	}
 
 	// A process: its stdout through the pipe HCS handed over, its exit
 	// code by notification from another thread.
-	p, err := sys.CreateProcess(ctx, &schema2.ProcessParameters{CommandLine: "app.exe", CreateStdOutPipe: true})
+	p, err := sys.CreateProcess(ctx, &schema2.ProcessParameters{CommandLine: "cmd.exe /c echo hello from the container& exit 3", CreateStdOutPipe: true})
 	if err != nil {
 		t.Fatal(err)
 	}
-	if p.Pid() != 4242 {
-		t.Errorf("Pid = %d", p.Pid())
+	if p.Pid() == 0 {
+		t.Error("Pid = 0")
 	}
-	_, stdout, _, err := p.Stdio()
-	if err != nil || stdout == nil {
-		t.Fatalf("Stdio: %v, %v", stdout, err)
-	}
-	out, err := io.ReadAll(stdout)
-	stdout.Close()
-	if err != nil || string(out) != "hello from the fake\r\n" {
-		t.Errorf("stdout %q, %v", out, err)
-	}
+	readStdout(t, p, "hello from the container")
 	if err := p.Wait(); err != nil {
 		t.Fatal(err)
 	}
@@ -237,8 +214,8 @@ func TestComputecoreBinding(t *testing.T) {
 		t.Error(err)
 	}
 
-	// A crash's exit status arrives unsigned.
-	crash, err := sys.CreateProcess(ctx, &schema2.ProcessParameters{CommandLine: "crash.exe"})
+	// A crash's exit status (STATUS_CONTROL_C_EXIT) arrives unsigned.
+	crash, err := sys.CreateProcess(ctx, &schema2.ProcessParameters{CommandLine: "cmd.exe /c exit -1073741510"})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -250,13 +227,70 @@ func TestComputecoreBinding(t *testing.T) {
 	}
 	crash.Close()
 
-	// A console event the process holds, then a kill: the kill goes
-	// through handles of its own (HcsOpenComputeSystem, HcsOpenProcess),
-	// not behind the held event, and the process ends.
+	t.Run("a kill behind a held console event", func(t *testing.T) { killBehindHeldSignal(t, c, sys) })
+	t.Run("a create whose wait fails spuriously", func(t *testing.T) { spuriousCreate(t, sys) })
+
+	// Errors: HCS's detail joins the HRESULT; a missing system is
+	// NotExist.
+	if _, err := c.createContainer(ctx, "binding", doc); !errors.Is(err, syscall.Errno(0x8037010F)) || !strings.Contains(err.Error(), "A compute system with this id exists") {
+		t.Errorf("create of an existing system = %v", err)
+	}
+	if _, err := c.openContainer(ctx, "missing"); !coreFacts(err).NotExist {
+		t.Errorf("open of a missing system = %v", err)
+	}
+	// The stand-in keeps no Container Credential Guard instance: its
+	// service properties, which the binding reads back, list none.
+	if _, err := c.addCredentialGuard("binding", "{}"); err == nil || !strings.Contains(err.Error(), `HCS answered "{\"Properties\":[]}"`) {
+		t.Errorf("addCredentialGuard = %v; want the stand-in's empty service properties", err)
+	}
+
+	// Terminate: the exit comes by notification.
+	if err := sys.Terminate(ctx); err != nil {
+		t.Fatal(err)
+	}
+	if err := sys.Wait(); err != nil {
+		t.Errorf("Wait = %v", err)
+	}
+}
+
+// readStdout reads the process's stdout to its end and checks it.
+func readStdout(t *testing.T, p hcsProcess, want string) {
+	t.Helper()
+	_, stdout, _, err := p.Stdio()
+	if err != nil || stdout == nil {
+		t.Fatalf("Stdio: %v, %v", stdout, err)
+	}
+	out, err := io.ReadAll(stdout)
+	stdout.Close()
+	if err != nil || strings.TrimSpace(string(out)) != want {
+		t.Errorf("stdout %q, %v; want %q", out, err, want)
+	}
+}
+
+// killBehindHeldSignal: a console event the process holds (faults.h's
+// hold), then a kill: the kill goes through handles of its own
+// (HcsOpenComputeSystem, HcsOpenProcess), not behind the held event, and
+// the process ends.
+func killBehindHeldSignal(t *testing.T, c *computeCore, sys *coreSystem) {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	writeFaults(t, "HcsSignalProcess hold 0 1\n")
 	c.signalWait = 100 * time.Millisecond
-	hang, err := sys.CreateProcess(ctx, &schema2.ProcessParameters{CommandLine: "hang.exe"})
+	hang, err := sys.CreateProcess(ctx, &schema2.ProcessParameters{CommandLine: "winproc-testapp.exe sleep -seconds 0 -ignore-events", CreateStdOutPipe: true})
 	if err != nil {
 		t.Fatal(err)
+	}
+	defer hang.Close()
+	// The event once the program takes events: before, Windows' default
+	// handler would end it.
+	_, stdout, _, err := hang.Stdio()
+	if err != nil || stdout == nil {
+		t.Fatalf("Stdio: %v, %v", stdout, err)
+	}
+	defer stdout.Close()
+	if line, err := bufio.NewReader(stdout).ReadString('\n'); strings.TrimSpace(line) != "ready" {
+		t.Fatalf("the program said %q, %v; want ready", line, err)
 	}
 	if err := hang.Signal(ctx, "CtrlShutdown"); err != nil {
 		t.Fatalf("Signal = %v", err)
@@ -274,76 +308,57 @@ func TestComputecoreBinding(t *testing.T) {
 	case <-time.After(10 * time.Second):
 		t.Fatal("the kill was queued behind the held console event")
 	}
-	hang.Close()
+}
 
-	// A create whose wait fails spuriously: HcsGetProcessInfo hands over
-	// the process and its stdout.
-	sp, err := sys.CreateProcess(ctx, &schema2.ProcessParameters{CommandLine: "spurious.exe", CreateStdOutPipe: true})
+// spuriousCreate: a create whose wait fails (faults.h's spurious,
+// E_INVALIDARG) although the process was made: HcsGetProcessInfo hands
+// over the process and its stdout.
+func spuriousCreate(t *testing.T, sys *coreSystem) {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	writeFaults(t, "HcsCreateProcess spurious 80070057 1\n")
+	sp, err := sys.CreateProcess(ctx, &schema2.ProcessParameters{CommandLine: "cmd.exe /c echo made anyway", CreateStdOutPipe: true})
 	if err != nil {
 		t.Fatalf("CreateProcess after a spurious wait failure = %v", err)
 	}
-	if sp.Pid() != 4245 {
-		t.Errorf("Pid = %d, want 4245", sp.Pid())
+	defer sp.Close()
+	if sp.Pid() == 0 {
+		t.Error("Pid = 0 after HcsGetProcessInfo")
 	}
-	if _, stdout, _, err := sp.Stdio(); err != nil || stdout == nil {
-		t.Errorf("Stdio after HcsGetProcessInfo: %v, %v", stdout, err)
-	} else {
-		out, err := io.ReadAll(stdout)
-		stdout.Close()
-		if err != nil || string(out) != "hello from the fake\r\n" {
-			t.Errorf("stdout %q, %v", out, err)
-		}
-	}
+	readStdout(t, sp, "made anyway")
 	if err := sp.Wait(); err != nil {
 		t.Fatal(err)
-	}
-	sp.Close()
-
-	// Errors: HCS's detail joins the HRESULT; a missing system is
-	// NotExist.
-	if _, err := c.createContainer(ctx, "exists", doc); !errors.Is(err, syscall.Errno(0x8037010F)) || !strings.Contains(err.Error(), "fake: a compute system exists") {
-		t.Errorf("create of an existing system = %v", err)
-	}
-	if _, err := c.openContainer(ctx, "missing"); !coreFacts(err).NotExist {
-		t.Errorf("open of a missing system = %v", err)
-	}
-	if st, err := c.addCredentialGuard("c1", "{}"); err != nil || st.Cookie != "ZmFrZQ==" {
-		t.Errorf("addCredentialGuard = %+v, %v", st, err)
-	}
-
-	// Terminate: the exit comes by notification.
-	if err := sys.Terminate(ctx); err != nil {
-		t.Fatal(err)
-	}
-	if err := sys.Wait(); err != nil {
-		t.Errorf("Wait = %v", err)
-	}
-	if err := sys.Close(); err != nil {
-		t.Error(err)
 	}
 }
 
 // TestComputecoreEnumerate lists systems through the binding against the
-// stand-in (TestComputecoreBindingUnderWine runs this under Wine): the
-// systems of winproc only, as the query reaches the stand-in and the list
-// comes back as the operation's result.
+// node's stand-in HCS (TestComputecoreBindingUnderWine runs this under
+// Wine): the systems of winproc only, as the query reaches the service
+// and the list comes back as the operation's result.
 func TestComputecoreEnumerate(t *testing.T) {
-	path := os.Getenv("WINPROC_FAKE_COMPUTECORE")
-	if path == "" {
-		t.Skip("WINPROC_FAKE_COMPUTECORE is not set: TestComputecoreBindingUnderWine runs this")
-	}
-	b := newComputecoreBinding(windows.NewLazyDLL(path))
-	c := &computeCore{api: b}
+	s := loadStandin(t)
+	c := s.c
 	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 	defer cancel()
+	ours := s.create(t, "enum-ours", s.document(t, Owner))
+	if err := ours.Start(ctx); err != nil {
+		t.Fatal(err)
+	}
+	s.create(t, "enum-foreign", s.document(t, "docker"))
 	list, err := c.listSystems(ctx, Owner)
-	if err != nil || len(list) != 1 || list[0] != (systemSummary{Id: "c1", Owner: Owner, State: "Running", SystemType: "Container"}) {
-		t.Errorf("listSystems = %+v, %v", list, err)
+	if err != nil || !slices.Contains(list, systemSummary{Id: "enum-ours", Owner: Owner, State: "Running", SystemType: "Container"}) {
+		t.Errorf("listSystems = %+v, %v; want enum-ours running", list, err)
+	}
+	for _, sum := range list {
+		if sum.Owner != Owner {
+			t.Errorf("listSystems lists %+v, of another owner", sum)
+		}
 	}
 	var others string
 	if err := c.runWith(ctx, "HcsEnumerateComputeSystems", func(op hcsHandle) error {
-		return b.enumerateComputeSystems(`{"Owners":["docker"]}`, op)
-	}, c.resultInto(&others), nil); err != nil || !strings.Contains(others, `"foreign"`) || strings.Contains(others, `"c1"`) {
+		return s.b.enumerateComputeSystems(`{"Owners":["docker"]}`, op)
+	}, c.resultInto(&others), nil); err != nil || !strings.Contains(others, `"enum-foreign"`) || strings.Contains(others, `"enum-ours"`) {
 		t.Errorf("the systems of another owner: %s, %v", others, err)
 	}
 }

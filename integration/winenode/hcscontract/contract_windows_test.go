@@ -9,8 +9,10 @@ import (
 	"io"
 	"os"
 	"os/exec"
+	"os/signal"
 	"strings"
 	"sync"
+	"syscall"
 	"testing"
 	"time"
 	"unsafe"
@@ -23,9 +25,19 @@ import (
 // its stdout.
 const echoEnv = "WINPROC_HCS_CONTRACT_ECHO"
 
+// holdEnv makes this binary a container process that takes console
+// events, says "ready" once it does, and runs on until it is terminated.
+const holdEnv = "WINPROC_HCS_CONTRACT_HOLD"
+
 func TestMain(m *testing.M) {
 	if os.Getenv(echoEnv) != "" {
 		io.Copy(os.Stdout, os.Stdin)
+		os.Exit(0)
+	}
+	if os.Getenv(holdEnv) != "" {
+		signal.Notify(make(chan os.Signal, 1), os.Interrupt, syscall.SIGTERM)
+		fmt.Println("ready")
+		time.Sleep(2 * time.Minute)
 		os.Exit(0)
 	}
 	if spec := os.Getenv(HelperEnv); spec != "" {
@@ -145,7 +157,7 @@ var opCallback = windows.NewCallback(func(op, ctx uintptr) uintptr {
 // writeFaults sets the stand-in's faults (testdata/standins/faults.h).
 func writeFaults(t *testing.T, lines string) {
 	t.Helper()
-	f := `C:\ProgramData\winproc-standins\faults`
+	f := FaultsFile
 	if err := os.WriteFile(f, []byte(lines), 0o644); err != nil {
 		t.Fatal(err)
 	}

@@ -3,6 +3,8 @@ package hcscontract
 import (
 	"encoding/binary"
 	"fmt"
+	"os"
+	"path/filepath"
 	"strings"
 	"unicode/utf16"
 )
@@ -10,6 +12,18 @@ import (
 // StandinEnv names the environment variable that holds the Windows path of
 // the stand-in computecore.dll the Windows tests load.
 const StandinEnv = "WINPROC_STANDIN_COMPUTECORE"
+
+// StateDir is where the node's stand-ins keep their state (standin.h's
+// STANDIN_STATE); FaultsFile is the faults file in it (faults.h).
+const (
+	StateDir   = `C:\ProgramData\winproc-standins`
+	FaultsFile = StateDir + `\faults`
+)
+
+// TestAppEnv names the environment variable that holds the Windows path
+// of the node's test program (cmd/winproc-testapp), for Windows tests that
+// run it in a stand-in container.
+const TestAppEnv = "WINPROC_TESTAPP"
 
 // HelperEnv makes this package's Windows test binary a second HCS client:
 // "id|volume|keep or terminate|owner" creates and starts that system
@@ -47,4 +61,15 @@ func VolumeState(dir string) []byte {
 		b = binary.LittleEndian.AppendUint16(b, c)
 	}
 	return b
+}
+
+// WriteVolume records dir as the directory of the volume vol, as the layer
+// stand-in (vmcompute.c) does for a volume it made, so that a compute
+// system whose Storage.Path names vol runs in dir. For Windows tests.
+func WriteVolume(vol, dir string) error {
+	state := filepath.Join(StateDir, "volumes")
+	if err := os.MkdirAll(state, 0o755); err != nil {
+		return fmt.Errorf("make the stand-ins' volume state %s: %w", state, err)
+	}
+	return os.WriteFile(filepath.Join(state, VolumeStateName(vol)), VolumeState(dir), 0o644)
 }

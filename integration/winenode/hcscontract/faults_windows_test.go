@@ -4,11 +4,15 @@ package hcscontract
 
 import (
 	"errors"
+	"fmt"
 	"os"
 	"strings"
 	"syscall"
 	"testing"
 	"time"
+	"unsafe"
+
+	"golang.org/x/sys/windows"
 )
 
 const (
@@ -114,14 +118,23 @@ func TestFaultKinds(t *testing.T) {
 			}
 		}},
 		{"twice: a process's exit notified twice, with another code", "HcsEventProcessExited twice 63 1", func(t *testing.T, ctx uintptr) {
+			// An echo that exits once its stdin closes: after the
+			// callback is set, whatever the node's load.
 			sys := h.create(t, "fault-process-twice", document(volume(t), false), true)
-			p, _ := h.process(t, sys, `{"CommandLine":"cmd.exe /c ping -n 2 127.0.0.1 >NUL & exit 3"}`)
+			exe, _ := os.Executable()
+			p, info := h.process(t, sys, fmt.Sprintf(`{"CommandArgs":[%q,"-test.run=^$"],"Environment":{%q:"1"},"CreateStdInPipe":true}`, exe, echoEnv))
 			if err := h.call("HcsSetProcessCallback", p, 0, ctx, eventCallback); err != nil {
 				t.Fatal(err)
 			}
+			windows.CloseHandle(info.StdInput)
+			if _, err := h.run(t, func(op uintptr) error {
+				return h.call("HcsModifyProcess", p, op, uintptr(unsafe.Pointer(u16(`{"Operation":"CloseHandle","CloseHandle":{"Handle":"StdIn"}}`))))
+			}); err != nil {
+				t.Fatalf("HcsModifyProcess CloseHandle StdIn: %v", err)
+			}
 			eventually(t, "two exit notifications", func() bool {
 				got := eventDataOf(ctx)
-				return len(got) == 2 && strings.Contains(got[0], `"ExitCode":3`) && strings.Contains(got[1], `"ExitCode":99`)
+				return len(got) == 2 && strings.Contains(got[0], `"ExitCode":0`) && strings.Contains(got[1], `"ExitCode":99`)
 			})
 		}},
 		{"lost: a process's exit is never notified", "HcsEventProcessExited lost 0 1", func(t *testing.T, ctx uintptr) {

@@ -127,11 +127,7 @@ func volume(t *testing.T) string {
 	t.Helper()
 	dir := winetest.TempDir(t)
 	name := fmt.Sprintf(`\\?\Volume{%s}`, strings.ReplaceAll(filepath.Base(dir), ".", "-"))
-	state := `C:\ProgramData\winproc-standins\volumes`
-	if err := os.MkdirAll(state, 0o755); err != nil {
-		t.Fatal(err)
-	}
-	if err := os.WriteFile(filepath.Join(state, VolumeStateName(name)), VolumeState(dir), 0o644); err != nil {
+	if err := WriteVolume(name, dir); err != nil {
 		t.Fatal(err)
 	}
 	return name

@@ -19,7 +19,24 @@
  *   gone   (a system's function) the system had stopped without a
  *          notification: the function fails with the HRESULT (HCS's
  *          HCS_E_SYSTEM_NOT_FOUND, 8037010E) and the properties say
- *          Stopped.
+ *          Stopped;
+ *   spurious (HcsCreateProcess) the process is made and runs, but the
+ *          operation completes with the HRESULT, and HcsGetProcessInfo
+ *          still hands over its id and pipes: HcsCreateProcess "can
+ *          complete synchronously and leave the tracking operation in a
+ *          state where the wait spuriously fails (e.g. E_INVALIDARG)",
+ *          observed on Windows Server 2022 (hcsshim internal/hcs/v2
+ *          system.go createProcess, which recovers so);
+ *   hold   (HcsSignalProcess) the event is delivered, but the call's
+ *          operation completes (with the HRESULT) only when the process
+ *          exits, or, failing it, when cancelled; until the exit, a
+ *          signal or terminate of the process through a handle opened
+ *          from the same system handle waits behind it: "servercore
+ *          images block on signaling and wait until the target process
+ *          is terminated" (hcsshim cmd/containerd-shim-runhcs-v1
+ *          exec_hcs.go signal, Bug36689012), and "HCS serializes the
+ *          signals sent to a target pid per compute system handle"
+ *          (hcsshim internal/hcs/v2 process.go Kill).
  * The kinds of a notification's fault, on HcsEventSystemExited or
  * HcsEventProcessExited (computecore.h's HCS_EVENT_TYPE names):
  *   lost   it never comes;
@@ -34,15 +51,31 @@
 #include <stdio.h>
 #include <string.h>
 
-enum { FAULT_NONE, FAULT_CALL, FAULT_OP, FAULT_STALL, FAULT_DEAF, FAULT_EXIT, FAULT_GONE, FAULT_LOST, FAULT_TWICE, FAULT_LATE, FAULT_KINDS };
+enum {
+    FAULT_NONE,
+    FAULT_CALL,
+    FAULT_OP,
+    FAULT_STALL,
+    FAULT_DEAF,
+    FAULT_EXIT,
+    FAULT_GONE,
+    FAULT_LOST,
+    FAULT_TWICE,
+    FAULT_LATE,
+    FAULT_SPURIOUS,
+    FAULT_HOLD,
+    FAULT_KINDS
+};
 
 /* The kinds' names, by their enum value. */
-static const char *const standin_fault_kinds[FAULT_KINDS] = {"", "call", "op", "stall", "deaf", "exit", "gone", "lost", "twice", "late"};
+static const char *const standin_fault_kinds[FAULT_KINDS] = {"", "call", "op", "stall", "deaf", "exit", "gone", "lost", "twice", "late", "spurious", "hold"};
 
 /* Which kinds a caller of standin_fault can take. */
 #define FAULTS_OF_CALL (1u << FAULT_CALL | 1u << FAULT_OP | 1u << FAULT_STALL | 1u << FAULT_DEAF)
 #define FAULTS_OF_SYSTEM (FAULTS_OF_CALL | 1u << FAULT_EXIT | 1u << FAULT_GONE)
 #define FAULTS_OF_EVENT (1u << FAULT_LOST | 1u << FAULT_TWICE | 1u << FAULT_LATE)
+#define FAULTS_OF_CREATE_PROCESS (FAULTS_OF_CALL | 1u << FAULT_SPURIOUS)
+#define FAULTS_OF_SIGNAL (FAULTS_OF_CALL | 1u << FAULT_HOLD)
 
 static inline int standin_fault_kind(const char *name)
 {

@@ -3,6 +3,7 @@
  * call follows: hcssystem.c's comment).
  */
 #include "hcsservice.h"
+#include "faults.h"
 #include <stdio.h>
 #include <stdlib.h>
 
@@ -112,10 +113,11 @@ HRESULT process_create(sys_t *s, const WCHAR *params, sop_t *op, process_t **out
 {
     process_t *p;
     DWORD err;
-    HRESULT hr;
+    HRESULT hr = S_OK, ret;
+    int kind = standin_fault("HcsCreateProcess", FAULTS_OF_CREATE_PROCESS, &hr);
     *out = NULL;
-    if (faulted("HcsCreateProcess", op, &hr))
-        return hr;
+    if (kind != FAULT_SPURIOUS && fault_apply(kind, hr, "HcsCreateProcess", op, &ret))
+        return ret;
     if (s->state != STATE_RUNNING)
         return s->state == STATE_STOPPED ? HCS_E_SYSTEM_ALREADY_STOPPED : HCS_E_INVALID_STATE;
     p = calloc(1, sizeof(process_t));
@@ -137,6 +139,14 @@ HRESULT process_create(sys_t *s, const WCHAR *params, sop_t *op, process_t **out
     system_hold(s);
     CloseHandle(CreateThread(NULL, 0, watch_process, p, 0, NULL));
     *out = p;
+    if (kind == FAULT_SPURIOUS) {
+        /* The process runs; only the operation says otherwise, and
+         * HcsGetProcessInfo still hands over its pipes (faults.h). */
+        WCHAR msg[160];
+        swprintf(msg, 160, L"{\"Error\":%ld,\"ErrorMessage\":\"the stand-in's fault for HcsCreateProcess\"}", (long)hr);
+        op_complete(op, hr, msg, NULL);
+        return S_OK;
+    }
     op_complete(op, S_OK, NULL, p);
     return S_OK;
 }
@@ -163,7 +173,10 @@ HRESULT process_info(process_t *p, sop_t *op)
 
 static BOOL has_exited(process_t *p) { return p->exited || WaitForSingleObject(p->pi.hProcess, 0) == WAIT_OBJECT_0; }
 
-HRESULT process_signal(process_t *p, sop_t *op, const WCHAR *options)
+/* process_signal delivers the console event of options. With the test's
+ * hold fault (faults.h) it leaves op to the caller, sets *held, and gives
+ * the HRESULT op is to complete with in *held_hr. */
+HRESULT process_signal(process_t *p, sop_t *op, const WCHAR *options, BOOL *held, HRESULT *held_hr)
 {
     static const struct {
         const WCHAR *name;
@@ -172,9 +185,11 @@ HRESULT process_signal(process_t *p, sop_t *op, const WCHAR *options)
                    {L"CtrlLogOff", CTRL_LOGOFF_EVENT}, {L"CtrlShutdown", CTRL_SHUTDOWN_EVENT}};
     WCHAR sig[32] = L"CtrlC";
     size_t i;
-    HRESULT hr;
-    if (faulted("HcsSignalProcess", op, &hr))
-        return hr;
+    HRESULT hr = S_OK, ret;
+    int kind = standin_fault("HcsSignalProcess", FAULTS_OF_SIGNAL, &hr);
+    *held = FALSE;
+    if (kind != FAULT_HOLD && fault_apply(kind, hr, "HcsSignalProcess", op, &ret))
+        return ret;
     if (options && wcsstr(options, L"\"Signal\":") && !json_string(options, L"Signal", sig, 32))
         return HCS_E_INVALID_JSON;
     for (i = 0; i < sizeof(signals) / sizeof(signals[0]) && wcscmp(sig, signals[i].name); i++)
@@ -184,6 +199,11 @@ HRESULT process_signal(process_t *p, sop_t *op, const WCHAR *options)
     if (has_exited(p))
         return HCS_E_PROCESS_ALREADY_STOPPED;
     ctrl_event(p->pi.hProcess, signals[i].event);
+    if (kind == FAULT_HOLD) {
+        *held = TRUE;
+        *held_hr = hr;
+        return S_OK;
+    }
     op_complete(op, S_OK, NULL, NULL);
     return S_OK;
 }

@@ -57,6 +57,7 @@ typedef struct hnd {
     conn_t *conn;
     sys_t *sys;
     process_t *proc; /* NULL for a system handle */
+    ULONGLONG via;   /* a process handle's system handle (hcshold.c) */
     BOOL cb;
 } hnd_t;
 
@@ -391,14 +392,23 @@ static HRESULT system_call(conn_t *c, const hcs_msg *m, const WCHAR *s1, sop_t *
 static HRESULT process_call(conn_t *c, const hcs_msg *m, const WCHAR *s1, sop_t *op)
 {
     hnd_t *h = handle_find(c, m->h, TRUE);
+    BOOL held = FALSE;
+    HRESULT hr, held_hr = S_OK;
     if (!h)
         return HRESULT_FROM_WIN32(ERROR_INVALID_HANDLE);
     switch (m->fn) {
     case FN_PROCESS_INFO:
         return process_info(h->proc, op);
     case FN_SIGNAL_PROCESS:
-        return process_signal(h->proc, op, s1);
+        if (hold_queue(h->via, h->proc, m->fn, op, s1))
+            return S_OK;
+        hr = process_signal(h->proc, op, s1, &held, &held_hr);
+        if (SUCCEEDED(hr) && held)
+            hold_start(h->via, h->proc, op, held_hr);
+        return hr;
     case FN_TERMINATE_PROCESS:
+        if (hold_queue(h->via, h->proc, m->fn, op, s1))
+            return S_OK;
         return process_terminate(h->proc, op);
     case FN_MODIFY_PROCESS:
         return process_modify(h->proc, op, s1);
@@ -438,7 +448,8 @@ static HRESULT handle_call(conn_t *c, const hcs_msg *m, const WCHAR *s1, ULONGLO
             return HRESULT_FROM_WIN32(ERROR_INVALID_HANDLE);
         if (!(p = process_find(h->sys, m->a)))
             return HCS_E_PROCESS_NOT_FOUND;
-        *out = handle_add(c, h->sys, p)->id;
+        *out = (h = handle_add(c, h->sys, p))->id;
+        h->via = m->h;
         return S_OK;
     case FN_CANCEL:
         return cancel(c, m->op);
@@ -484,8 +495,10 @@ static HRESULT dispatch(conn_t *c, const hcs_msg *m, const WCHAR *s1, const WCHA
             break;
         }
         hr = process_create(h->sys, s1, op, &p);
-        if (SUCCEEDED(hr) && p)
-            *out = handle_add(c, h->sys, p)->id;
+        if (SUCCEEDED(hr) && p) {
+            *out = (h = handle_add(c, h->sys, p))->id;
+            h->via = m->h;
+        }
         break;
     case FN_START_SYSTEM:
     case FN_SHUTDOWN_SYSTEM:

@@ -46,6 +46,8 @@ struct sys {
     process_t *processes;
     char *links[32]; /* mapped directories: Linux links in the volume */
     int nlinks;
+    int nmodify;           /* HcsModifyComputeSystem documents kept */
+    ULONGLONG peak_commit; /* the most memory committed seen (statistics) */
 };
 
 const WCHAR *state_name(int state);
@@ -83,7 +85,7 @@ BOOL systems_any(void);
 HRESULT process_create(sys_t *s, const WCHAR *params, sop_t *op, process_t **out);
 process_t *process_find(sys_t *s, DWORD pid);
 HRESULT process_info(process_t *p, sop_t *op);
-HRESULT process_signal(process_t *p, sop_t *op, const WCHAR *options);
+HRESULT process_signal(process_t *p, sop_t *op, const WCHAR *options, BOOL *held, HRESULT *held_hr);
 HRESULT process_terminate(process_t *p, sop_t *op);
 HRESULT process_modify(process_t *p, sop_t *op, const WCHAR *settings);
 HRESULT process_properties(process_t *p, sop_t *op, const WCHAR *query);
@@ -92,6 +94,10 @@ HRESULT process_properties(process_t *p, sop_t *op, const WCHAR *query);
  * fault_apply applies one of kind call, op, stall or deaf. */
 BOOL faulted(const char *function, sop_t *op, HRESULT *ret);
 BOOL fault_apply(int kind, HRESULT hr, const char *function, sop_t *op, HRESULT *ret);
+
+/* hcshold.c */
+void hold_start(ULONGLONG via, process_t *p, sop_t *op, HRESULT hr);
+BOOL hold_queue(ULONGLONG via, process_t *p, DWORD fn, sop_t *op, const WCHAR *options);
 
 /* hcsenv.c */
 const WCHAR *json_read(const WCHAR *p, WCHAR *out, size_t n);

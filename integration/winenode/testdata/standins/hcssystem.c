@@ -22,7 +22,8 @@
  *    State (Created, Running, Stopped: schema's ComputeSystemState), of
  *    the Owners the query names, if it names any (SystemQuery);
  *  - HcsGetComputeSystemProperties answers the PropertyTypes it serves
- *    (Statistics, ProcessList) and refuses any other with
+ *    (Statistics, with the job's processor time and memory, and
+ *    ProcessList) and refuses any other with
  *    ERROR_NOT_SUPPORTED, which hcsshim internal/hcs/system.go
  *    PropertiesV2 passes on as the query's failure;
  *  - HcsCreateProcess takes CommandLine, or CommandArgs when it has none
@@ -36,7 +37,10 @@
  *    fail with HCS_E_PROCESS_ALREADY_STOPPED (hcsshim internal/hcs/errors.go
  *    ErrProcessAlreadyStopped, which its Kill and Signal expect);
  *  - HcsModifyProcess takes ProcessModifyRequest's CloseHandle of StdIn
- *    and ConsoleSize, and refuses other operations.
+ *    and ConsoleSize, and refuses other operations;
+ *  - HcsModifyComputeSystem of a stopped system fails with
+ *    HCS_E_SYSTEM_ALREADY_STOPPED; any other is accepted, kept as
+ *    <id>-modify-<n>.json, and not applied.
  *
  * It leaves unproven what only HCS does: whether HCS accepts the
  * documents, the silo (its own C:, registry, users, network compartment,
@@ -51,6 +55,7 @@
  */
 #include "hcsservice.h"
 #include "faults.h"
+#include <psapi.h>
 #include <stdio.h>
 #include <stdlib.h>
 
@@ -332,12 +337,21 @@ HRESULT system_terminate(sys_t *s, sop_t *op)
     return S_OK;
 }
 
-/* system_modify accepts a modification of a running system and applies
- * none: the stand-in has no devices, mounts or credential guard. */
+/* system_modify accepts a modification of a system not stopped and
+ * applies none (the stand-in has no devices, mounts or credential guard,
+ * and records limits without applying them); it keeps each accepted
+ * request as the system's documents, <id>-modify-<n>.json, n from 1, so
+ * that a test can read what HCS was asked. */
 HRESULT system_modify(sys_t *s, sop_t *op, const WCHAR *doc)
 {
-    (void)doc;
-    op_complete(op, s->state == STATE_STOPPED ? HCS_E_SYSTEM_ALREADY_STOPPED : S_OK, NULL, NULL);
+    WCHAR name[300];
+    if (s->state == STATE_STOPPED) {
+        op_complete(op, HCS_E_SYSTEM_ALREADY_STOPPED, NULL, NULL);
+        return S_OK;
+    }
+    swprintf(name, 300, L"%ls-modify-%d", s->id, ++s->nmodify);
+    keep_document(name, doc ? doc : L"");
+    op_complete(op, S_OK, NULL, NULL);
     return S_OK;
 }
 
@@ -374,6 +388,39 @@ static void process_list(sys_t *s, WCHAR *out, size_t n)
     swprintf(out + i, n - i, L"]");
 }
 
+/* job_memory is the memory of the job's processes, as the container's
+ * Statistics.Memory (HCS JSON schema MemoryStats; hcsshim
+ * internal/jobcontainers PropertiesV2 reads a job object's memory as its
+ * container's): the commit is the processes' private bytes, the peak the
+ * most seen by any query, the private working set their working sets.
+ * Wine counts no commit charge (PrivateUsage is 0) and no private part of
+ * a working set, so under Wine both stand on the working set (Linux's
+ * resident set): the numbers move with the processes, but their split is
+ * unproven. */
+static void job_memory(sys_t *s, ULONGLONG *commit, ULONGLONG *ws)
+{
+    struct {
+        JOBOBJECT_BASIC_PROCESS_ID_LIST l;
+        ULONG_PTR more[255];
+    } ids = {0};
+    DWORD k;
+    *commit = *ws = 0;
+    QueryInformationJobObject(s->job, JobObjectBasicProcessIdList, &ids, sizeof(ids), NULL);
+    for (k = 0; k < ids.l.NumberOfProcessIdsInList; k++) {
+        PROCESS_MEMORY_COUNTERS_EX m = {sizeof(m)};
+        HANDLE p = OpenProcess(PROCESS_QUERY_LIMITED_INFORMATION, FALSE, (DWORD)ids.l.ProcessIdList[k]);
+        if (!p)
+            continue;
+        if (K32GetProcessMemoryInfo(p, (PROCESS_MEMORY_COUNTERS *)&m, sizeof(m))) {
+            *commit += m.PrivateUsage ? m.PrivateUsage : m.WorkingSetSize;
+            *ws += m.WorkingSetSize;
+        }
+        CloseHandle(p);
+    }
+    if (*commit > s->peak_commit)
+        s->peak_commit = *commit;
+}
+
 /* property_types checks the query's PropertyTypes: FALSE names one the
  * stand-in does not serve. */
 static BOOL property_types(const WCHAR *query, BOOL *list)
@@ -400,7 +447,7 @@ HRESULT system_properties(sys_t *s, sop_t *op, const WCHAR *query)
     WCHAR *doc, now_s[64], start_s[64], *list;
     JOBOBJECT_BASIC_ACCOUNTING_INFORMATION a = {0};
     FILETIME now;
-    ULONGLONG up;
+    ULONGLONG up, commit, ws;
     BOOL with_list;
     if (!property_types(query, &with_list)) {
         op_complete(op, HRESULT_FROM_WIN32(ERROR_NOT_SUPPORTED), L"{\"ErrorMessage\":\"the stand-in serves the property types Statistics and ProcessList only\"}", NULL);
@@ -413,15 +460,17 @@ HRESULT system_properties(sys_t *s, sop_t *op, const WCHAR *query)
     iso_time(&s->started, start_s);
     up = (((ULONGLONG)now.dwHighDateTime << 32) | now.dwLowDateTime) - (((ULONGLONG)s->started.dwHighDateTime << 32) | s->started.dwLowDateTime);
     QueryInformationJobObject(s->job, JobObjectBasicAccountingInformation, &a, sizeof(a), NULL);
+    job_memory(s, &commit, &ws);
     list[0] = 0;
     if (with_list)
         process_list(s, list, 60000);
     swprintf(doc, 65536,
              L"{\"Id\":\"%ls\",\"State\":\"%ls\",\"Stopped\":%ls,\"Statistics\":{\"Timestamp\":\"%ls\",\"ContainerStartTime\":\"%ls\",\"Uptime100ns\":%llu,"
-             L"\"Processor\":{\"TotalRuntime100ns\":%llu,\"RuntimeUser100ns\":%llu,\"RuntimeKernel100ns\":%llu}}%ls%ls}",
+             L"\"Processor\":{\"TotalRuntime100ns\":%llu,\"RuntimeUser100ns\":%llu,\"RuntimeKernel100ns\":%llu},"
+             L"\"Memory\":{\"MemoryUsageCommitBytes\":%llu,\"MemoryUsageCommitPeakBytes\":%llu,\"MemoryUsagePrivateWorkingSetBytes\":%llu}}%ls%ls}",
              s->id, state_name(s->state), s->state == STATE_STOPPED ? L"true" : L"false", now_s, start_s, up,
              a.TotalUserTime.QuadPart + a.TotalKernelTime.QuadPart, a.TotalUserTime.QuadPart, a.TotalKernelTime.QuadPart,
-             list[0] ? L",\"ProcessList\":" : L"", list);
+             commit, s->peak_commit, ws, list[0] ? L",\"ProcessList\":" : L"", list);
     op_complete(op, S_OK, doc, NULL);
     free(doc);
     free(list);
