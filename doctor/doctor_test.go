@@ -351,6 +351,25 @@ func TestDoctorRunHealthy(t *testing.T) {
 	}
 }
 
+// checkFinding fails t unless r has the check name with status, a summary
+// containing summary and a fix containing fix; it returns the check.
+func checkFinding(t *testing.T, r *Report, name string, status Status, summary, fix string) *Result {
+	t.Helper()
+	c := r.Check(name)
+	if c == nil {
+		t.Fatalf("no %s check in %+v", name, r.Checks)
+	}
+	var text bytes.Buffer
+	r.WriteText(&text)
+	if c.Status != status || !strings.Contains(c.Summary, summary) {
+		t.Errorf("%s: %s %q\nwant %s %q\n%s", name, c.Status, c.Summary, status, summary, text.String())
+	}
+	if got := strings.Join(c.Fix, "\n"); !strings.Contains(got, fix) {
+		t.Errorf("%s fix:\n%s\nlacks:\n%s", name, got, fix)
+	}
+	return c
+}
+
 func TestDoctorRunFindings(t *testing.T) {
 	tars := func(layers ...[]entry) [][]byte {
 		var out [][]byte
@@ -479,18 +498,7 @@ func TestDoctorRunFindings(t *testing.T) {
 			s, o := healthy(t)
 			tc.change(s, &o)
 			r := Run(context.Background(), o)
-			c := r.Check(tc.check)
-			if c == nil {
-				t.Fatalf("no %s check in %+v", tc.check, r.Checks)
-			}
-			var text bytes.Buffer
-			r.WriteText(&text)
-			if c.Status != tc.status || !strings.Contains(c.Summary, tc.summary) {
-				t.Errorf("%s: %s %q\nwant %s %q\n%s", tc.check, c.Status, c.Summary, tc.status, tc.summary, text.String())
-			}
-			if fix := strings.Join(c.Fix, "\n"); !strings.Contains(fix, tc.fix) {
-				t.Errorf("%s fix:\n%s\nlacks:\n%s", tc.check, fix, tc.fix)
-			}
+			c := checkFinding(t, r, tc.check, tc.status, tc.summary, tc.fix)
 			if tc.status != OK && len(c.Fix) == 0 && tc.check != CheckPauseImage {
 				t.Errorf("%s is %s without a fix", tc.check, c.Status)
 			}
