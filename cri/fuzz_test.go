@@ -15,14 +15,10 @@ import (
 	"github.com/winproc/winproc/internal/validation"
 )
 
-// FuzzFromCreateSandbox feeds fuzzed CreateSandboxRequest options (type URL
-// and protobuf bytes) and netns_path through FromCreateSandbox, the path a
-// sandbox's settings take from containerd into the shim. Every refusal must
-// be errdefs.ErrInvalidArgument;
-// a decoded config must re-encode to itself; an accepted pod must satisfy
-// what FromConfig promises of it and encode as the verbose status.
-func FuzzFromCreateSandbox(f *testing.F) {
-	configs := []*runtime.PodSandboxConfig{
+// sandboxSeeds are FuzzFromCreateSandbox's pod configs: the kubelet's, bare
+// ones, and ones with fields winproc takes, ignores or refuses.
+func sandboxSeeds() []*runtime.PodSandboxConfig {
+	return []*runtime.PodSandboxConfig{
 		kubeletWindowsConfig(),
 		{Metadata: &runtime.PodSandboxMetadata{Name: "bare"}},
 		{Metadata: &runtime.PodSandboxMetadata{Namespace: "shop"}},
@@ -68,7 +64,16 @@ func FuzzFromCreateSandbox(f *testing.F) {
 			c.Windows.SecurityContext.CredentialSpec = `{"DomainJoinConfig":"contoso"}`
 		}),
 	}
-	for i, cfg := range configs {
+}
+
+// FuzzFromCreateSandbox feeds fuzzed CreateSandboxRequest options (type URL
+// and protobuf bytes) and netns_path through FromCreateSandbox, the path a
+// sandbox's settings take from containerd into the shim. Every refusal must
+// be errdefs.ErrInvalidArgument;
+// a decoded config must re-encode to itself; an accepted pod must satisfy
+// what FromConfig promises of it and encode as the verbose status.
+func FuzzFromCreateSandbox(f *testing.F) {
+	for i, cfg := range sandboxSeeds() {
 		value, err := proto.Marshal(cfg)
 		if err != nil {
 			f.Fatal(err)
@@ -91,40 +96,45 @@ func FuzzFromCreateSandbox(f *testing.F) {
 	f.Add(ConfigTypeURL, value[:len(value)-3], "")
 	f.Add(ConfigTypeURL, []byte(`{"metadata":{"name":"web"}}`), "")
 
-	f.Fuzz(func(t *testing.T, typeURL string, value []byte, netns string) {
-		options := &anypb.Any{TypeUrl: typeURL, Value: value}
-		cfg, decErr := Decode(options)
-		pod, err := FromCreateSandbox(options, netns)
-		if decErr != nil {
-			if !errdefs.IsInvalidArgument(decErr) || cfg != nil {
-				t.Fatalf("Decode = %v, %v; want only an invalid argument error", cfg, decErr)
-			}
-			if err == nil || err.Error() != decErr.Error() {
-				t.Fatalf("FromCreateSandbox = %v, Decode = %v", err, decErr)
-			}
-			return
+	f.Fuzz(checkFromCreateSandbox)
+}
+
+// checkFromCreateSandbox checks Decode and FromCreateSandbox on one input:
+// refusals are InvalidArgument alone and the same from both; what Decode
+// accepts round-trips, and an accepted pod keeps its config (checkPod).
+func checkFromCreateSandbox(t *testing.T, typeURL string, value []byte, netns string) {
+	options := &anypb.Any{TypeUrl: typeURL, Value: value}
+	cfg, decErr := Decode(options)
+	pod, err := FromCreateSandbox(options, netns)
+	if decErr != nil {
+		if !errdefs.IsInvalidArgument(decErr) || cfg != nil {
+			t.Fatalf("Decode = %v, %v; want only an invalid argument error", cfg, decErr)
 		}
-		// What Decode accepts is the protobuf it was given: it encodes
-		// back to a message that decodes equal.
-		b, merr := proto.MarshalOptions{Deterministic: true}.Marshal(cfg)
-		if merr != nil {
-			t.Fatalf("re-encoding a decoded config: %v", merr)
+		if err == nil || err.Error() != decErr.Error() {
+			t.Fatalf("FromCreateSandbox = %v, Decode = %v", err, decErr)
 		}
-		back := &runtime.PodSandboxConfig{}
-		if uerr := proto.Unmarshal(b, back); uerr != nil || !proto.Equal(back, cfg) {
-			t.Fatalf("decoded config does not round-trip: %v", uerr)
+		return
+	}
+	// What Decode accepts is the protobuf it was given: it encodes
+	// back to a message that decodes equal.
+	b, merr := proto.MarshalOptions{Deterministic: true}.Marshal(cfg)
+	if merr != nil {
+		t.Fatalf("re-encoding a decoded config: %v", merr)
+	}
+	back := &runtime.PodSandboxConfig{}
+	if uerr := proto.Unmarshal(b, back); uerr != nil || !proto.Equal(back, cfg) {
+		t.Fatalf("decoded config does not round-trip: %v", uerr)
+	}
+	if err != nil {
+		switch {
+		case pod != nil:
+			t.Fatalf("FromCreateSandbox returned a pod with its error %v", err)
+		case !errdefs.IsInvalidArgument(err):
+			t.Fatalf("unclassified error: %v", err)
 		}
-		if err != nil {
-			switch {
-			case pod != nil:
-				t.Fatalf("FromCreateSandbox returned a pod with its error %v", err)
-			case !errdefs.IsInvalidArgument(err):
-				t.Fatalf("unclassified error: %v", err)
-			}
-			return
-		}
-		checkPod(t, cfg, pod, netns)
-	})
+		return
+	}
+	checkPod(t, cfg, pod, netns)
 }
 
 // checkPod checks an accepted pod against its config.
@@ -144,6 +154,39 @@ func checkPod(t *testing.T, cfg *runtime.PodSandboxConfig, pod *Pod, netns strin
 		t.Fatalf("a HostProcess pod without the host's network, or with a hostname or gMSA: %+v", pod)
 	}
 
+	checkPodNetwork(t, cfg, pod)
+	checkPodAccountAndLimits(t, cfg, pod)
+
+	// The pod is the verbose status: both keys are JSON objects.
+	info, err := VerboseInfo(pod, RuntimeStatus{Pid: 1, ProcessStatus: "running"})
+	if err != nil {
+		t.Fatalf("VerboseInfo: %v", err)
+	}
+	for k, v := range info {
+		var obj map[string]json.RawMessage
+		if err := json.Unmarshal([]byte(v), &obj); err != nil || obj == nil {
+			t.Fatalf("VerboseInfo[%q] is not a JSON object: %v", k, err)
+		}
+	}
+	var back Pod
+	if err := json.Unmarshal([]byte(info[PodInfoKey]), &back); err != nil || back.Name != pod.Name || back.Hostname != pod.Hostname {
+		t.Fatalf("the pod's status JSON does not decode to it: %+v, %v", back, err)
+	}
+	// The pod and its config are independent: editing one leaves the other.
+	if cfg.GetMetadata() != nil {
+		name := cfg.Metadata.Name
+		cfg.Metadata.Name += "-changed"
+		if pod.Config.GetMetadata().GetName() != name || pod.Name != name {
+			t.Fatal("the pod shares the config's metadata")
+		}
+		cfg.Metadata.Name = name
+	}
+}
+
+// checkPodNetwork checks an accepted pod's network, hostname and DNS
+// against its config.
+func checkPodNetwork(t *testing.T, cfg *runtime.PodSandboxConfig, pod *Pod) {
+	t.Helper()
 	hostNetwork := cfg.GetLinux().GetSecurityContext().GetNamespaceOptions().GetNetwork() == runtime.NamespaceMode_NODE ||
 		cfg.GetWindows().GetSecurityContext().GetNamespaceOptions().GetNetwork() == runtime.NamespaceMode_NODE
 	if pod.Network.HostNetwork != hostNetwork {
@@ -197,7 +240,12 @@ func checkPod(t *testing.T, cfg *runtime.PodSandboxConfig, pod *Pod, netns strin
 			}
 		}
 	}
+}
 
+// checkPodAccountAndLimits checks an accepted pod's account, gMSA and
+// resource limits against its config.
+func checkPodAccountAndLimits(t *testing.T, cfg *runtime.PodSandboxConfig, pod *Pod) {
+	t.Helper()
 	wsc := cfg.GetWindows().GetSecurityContext()
 	if pod.RunAsUserName != wsc.GetRunAsUsername() {
 		t.Fatalf("RunAsUserName %q, config has %q", pod.RunAsUserName, wsc.GetRunAsUsername())
@@ -216,30 +264,5 @@ func checkPod(t *testing.T, cfg *runtime.PodSandboxConfig, pod *Pod, netns strin
 		if l != nil && (*l == Limits{} || l.CPUShares < 0 || l.CPUQuota < -1 || l.CPUPeriod < 0 || l.MemoryLimitBytes < 0) {
 			t.Fatalf("accepted limits %+v", *l)
 		}
-	}
-
-	// The pod is the verbose status: both keys are JSON objects.
-	info, err := VerboseInfo(pod, RuntimeStatus{Pid: 1, ProcessStatus: "running"})
-	if err != nil {
-		t.Fatalf("VerboseInfo: %v", err)
-	}
-	for k, v := range info {
-		var obj map[string]json.RawMessage
-		if err := json.Unmarshal([]byte(v), &obj); err != nil || obj == nil {
-			t.Fatalf("VerboseInfo[%q] is not a JSON object: %v", k, err)
-		}
-	}
-	var back Pod
-	if err := json.Unmarshal([]byte(info[PodInfoKey]), &back); err != nil || back.Name != pod.Name || back.Hostname != pod.Hostname {
-		t.Fatalf("the pod's status JSON does not decode to it: %+v, %v", back, err)
-	}
-	// The pod and its config are independent: editing one leaves the other.
-	if cfg.GetMetadata() != nil {
-		name := cfg.Metadata.Name
-		cfg.Metadata.Name += "-changed"
-		if pod.Config.GetMetadata().GetName() != name || pod.Name != name {
-			t.Fatal("the pod shares the config's metadata")
-		}
-		cfg.Metadata.Name = name
 	}
 }

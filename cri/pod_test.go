@@ -140,6 +140,30 @@ func TestFromConfigNeedsMetadata(t *testing.T) {
 	}
 }
 
+// fromConfig is FromConfig(cfg) for a table's row. With wantErr set, it
+// checks the refusal (InvalidArgument, its message containing wantErr and
+// each of names) and returns nil; otherwise it fails the test on an error
+// and returns the pod.
+func fromConfig(t *testing.T, cfg *runtime.PodSandboxConfig, wantErr string, names ...string) *Pod {
+	t.Helper()
+	pod, err := FromConfig(cfg)
+	if wantErr == "" {
+		if err != nil {
+			t.Fatal(err)
+		}
+		return pod
+	}
+	if !errdefs.IsInvalidArgument(err) || pod != nil {
+		t.Fatalf("FromConfig = %v, %v; want invalid argument containing %q", pod, err, wantErr)
+	}
+	for _, want := range append([]string{wantErr}, names...) {
+		if !strings.Contains(err.Error(), want) {
+			t.Fatalf("FromConfig error = %v, want it to contain %q", err, want)
+		}
+	}
+	return nil
+}
+
 func secCtx(c *runtime.PodSandboxConfig) *runtime.LinuxSandboxSecurityContext {
 	return c.Linux.SecurityContext
 }
@@ -289,298 +313,6 @@ func TestFromConfigAcceptsHarmlessLinuxFields(t *testing.T) {
 	}
 }
 
-func TestHostNetwork(t *testing.T) {
-	for _, tc := range []struct {
-		name   string
-		mutate func(*runtime.PodSandboxConfig)
-		want   bool
-	}{
-		{"pod network", func(*runtime.PodSandboxConfig) {}, false},
-		{"linux NODE (spec.hostNetwork)", func(c *runtime.PodSandboxConfig) {
-			secCtx(c).NamespaceOptions.Network = runtime.NamespaceMode_NODE
-			c.Hostname = "" // the kubelet sends none for hostNetwork pods
-		}, true},
-		{"windows NODE", func(c *runtime.PodSandboxConfig) {
-			c.Windows.SecurityContext.NamespaceOptions = &runtime.WindowsNamespaceOption{Network: runtime.NamespaceMode_NODE}
-		}, true},
-	} {
-		t.Run(tc.name, func(t *testing.T) {
-			pod, err := FromConfig(withConfig(tc.mutate))
-			if err != nil {
-				t.Fatal(err)
-			}
-			if pod.Network.HostNetwork != tc.want {
-				t.Fatalf("HostNetwork = %v, want %v", pod.Network.HostNetwork, tc.want)
-			}
-			if pod.Hostname != "web-0" {
-				t.Fatalf("Hostname = %q", pod.Hostname)
-			}
-		})
-	}
-}
-
-func TestHostname(t *testing.T) {
-	long := strings.Repeat("a", 60) + "-bcdef" // 66 characters, cut at 63 after "-bc"
-	dashAt63 := strings.Repeat("a", 62) + "-xyz"
-	for _, tc := range []struct {
-		name, hostname, podName string
-		want                    string // "" = refused
-		defaulted               bool
-		wantErr                 string
-	}{
-		{"given", "web-0", "ignored", "web-0", false, ""},
-		{"given, upper case", "Web-0", "web-0", "Web-0", false, ""},
-		{"given FQDN of 64", strings.Repeat("a", 49) + ".shop.svc.local", "p", strings.Repeat("a", 49) + ".shop.svc.local", false, ""},
-		{"defaults to the pod name", "", "web-0", "web-0", true, ""},
-		{"default keeps dots", "", "web.v1", "web.v1", true, ""},
-		{"default cut to 63", "", long, long[:63], true, ""},
-		{"default cut drops trailing dash", "", dashAt63, strings.Repeat("a", 62), true, ""},
-		{"given too long", strings.Repeat("a", 40) + "." + strings.Repeat("b", 30), "p", "", false, "more than 64"},
-		{"given label too long", strings.Repeat("a", 64), "p", "", false, "not a DNS label"},
-		{"underscore", "web_0", "p", "", false, `label "web_0"`},
-		{"leading dash", "-web", "p", "", false, "not a DNS label"},
-		{"trailing dash", "web-", "p", "", false, "not a DNS label"},
-		{"empty label", "web..shop", "p", "", false, "empty label"},
-		{"trailing dot", "web.", "p", "", false, "empty label"},
-		{"space", "web 0", "p", "", false, "not a DNS label"},
-		{"default from a bad name", "", "my_pod", "", true, `pod name "my_pod" cannot be one`},
-	} {
-		t.Run(tc.name, func(t *testing.T) {
-			cfg := kubeletWindowsConfig()
-			cfg.Hostname = tc.hostname
-			cfg.Metadata.Name = tc.podName
-			pod, err := FromConfig(cfg)
-			if tc.wantErr != "" {
-				if !errdefs.IsInvalidArgument(err) || !strings.Contains(err.Error(), tc.wantErr) {
-					t.Fatalf("FromConfig error = %v, want invalid argument containing %q", err, tc.wantErr)
-				}
-				return
-			}
-			if err != nil {
-				t.Fatal(err)
-			}
-			if pod.Hostname != tc.want || pod.HostnameDefaulted != tc.defaulted {
-				t.Fatalf("Hostname = %q (defaulted %v), want %q (%v)", pod.Hostname, pod.HostnameDefaulted, tc.want, tc.defaulted)
-			}
-		})
-	}
-}
-
-func TestDNS(t *testing.T) {
-	for _, tc := range []struct {
-		name    string
-		dns     *runtime.DNSConfig
-		want    DNS
-		wantErr string
-	}{
-		{"none", nil, DNS{}, ""},
-		{"cluster first", &runtime.DNSConfig{
-			Servers:  []string{"10.96.0.10", "fd00::a"},
-			Searches: []string{"shop.svc.cluster.local", "svc.cluster.local"},
-			Options:  []string{"ndots:5", "timeout:2"},
-		}, DNS{
-			Servers:        []string{"10.96.0.10", "fd00::a"},
-			Searches:       []string{"shop.svc.cluster.local", "svc.cluster.local"},
-			IgnoredOptions: []string{"ndots:5", "timeout:2"},
-		}, ""},
-		{"options only", &runtime.DNSConfig{Options: []string{"edns0"}}, DNS{IgnoredOptions: []string{"edns0"}}, ""},
-		{"server not an IP", &runtime.DNSConfig{Servers: []string{"10.96.0.10", "dns.local"}},
-			DNS{}, `DNS server "dns.local" (CRI dns_config.servers[1]`},
-		{"server with port", &runtime.DNSConfig{Servers: []string{"10.96.0.10:53"}}, DNS{}, "is not an IP address"},
-		{"search with comma", &runtime.DNSConfig{Searches: []string{"a.local,b.local"}}, DNS{}, "dns_config.searches[0]"},
-		{"search with space", &runtime.DNSConfig{Searches: []string{"ok.local", "a.local b.local"}}, DNS{}, "dns_config.searches[1]"},
-		{"empty search", &runtime.DNSConfig{Searches: []string{""}}, DNS{}, "one domain name"},
-	} {
-		t.Run(tc.name, func(t *testing.T) {
-			pod, err := FromConfig(withConfig(func(c *runtime.PodSandboxConfig) { c.DnsConfig = tc.dns }))
-			if tc.wantErr != "" {
-				if !errdefs.IsInvalidArgument(err) || !strings.Contains(err.Error(), tc.wantErr) {
-					t.Fatalf("FromConfig error = %v, want invalid argument containing %q", err, tc.wantErr)
-				}
-				return
-			}
-			if err != nil {
-				t.Fatal(err)
-			}
-			if !reflect.DeepEqual(pod.DNS, tc.want) {
-				t.Fatalf("DNS = %+v, want %+v", pod.DNS, tc.want)
-			}
-		})
-	}
-}
-
-func TestPortMappings(t *testing.T) {
-	for _, tc := range []struct {
-		name    string
-		pms     []*runtime.PortMapping
-		want    []PortMapping
-		wantErr string
-	}{
-		{"none", nil, nil, ""},
-		{"recorded", []*runtime.PortMapping{
-			{Protocol: runtime.Protocol_TCP, ContainerPort: 8080, HostPort: 80, HostIp: "0.0.0.0"},
-			{Protocol: runtime.Protocol_UDP, ContainerPort: 53},
-			{Protocol: runtime.Protocol_SCTP, ContainerPort: 9999},
-			{Protocol: runtime.Protocol_TCP, ContainerPort: 443, HostPort: 8443, HostIp: "fd00::1"},
-		}, []PortMapping{
-			{Protocol: "TCP", ContainerPort: 8080, HostPort: 80, HostIP: "0.0.0.0"},
-			{Protocol: "UDP", ContainerPort: 53},
-			{Protocol: "SCTP", ContainerPort: 9999},
-			{Protocol: "TCP", ContainerPort: 443, HostPort: 8443, HostIP: "fd00::1"},
-		}, ""},
-		{"SCTP host port", []*runtime.PortMapping{{Protocol: runtime.Protocol_SCTP, ContainerPort: 9999, HostPort: 9999}},
-			nil, "forwards SCTP hostPort 9999"},
-		{"unknown protocol", []*runtime.PortMapping{{Protocol: 7, ContainerPort: 80}}, nil, "unknown protocol 7"},
-		{"container port too big", []*runtime.PortMapping{{ContainerPort: 70000}}, nil, "containerPort 70000"},
-		{"negative host port", []*runtime.PortMapping{{ContainerPort: 80, HostPort: -1}}, nil, "hostPort -1"},
-		{"host port without container port", []*runtime.PortMapping{{HostPort: 80}}, nil, "to no containerPort"},
-		{"bad host IP", []*runtime.PortMapping{{ContainerPort: 80, HostPort: 80, HostIp: "localhost"}}, nil, `hostIP "localhost"`},
-		{"nil mapping", []*runtime.PortMapping{{ContainerPort: 80}, nil}, nil, "CRI port_mappings[1]) is empty"},
-	} {
-		t.Run(tc.name, func(t *testing.T) {
-			pod, err := FromConfig(withConfig(func(c *runtime.PodSandboxConfig) { c.PortMappings = tc.pms }))
-			if tc.wantErr != "" {
-				if !errdefs.IsInvalidArgument(err) || !strings.Contains(err.Error(), tc.wantErr) {
-					t.Fatalf("FromConfig error = %v, want invalid argument containing %q", err, tc.wantErr)
-				}
-				return
-			}
-			if err != nil {
-				t.Fatal(err)
-			}
-			if !reflect.DeepEqual(pod.Network.PortMappings, tc.want) {
-				t.Fatalf("PortMappings = %+v, want %+v", pod.Network.PortMappings, tc.want)
-			}
-		})
-	}
-}
-
-func TestRunAsUserName(t *testing.T) {
-	for _, tc := range []struct {
-		user    string
-		wantErr string
-	}{
-		{"", ""},
-		{"ContainerUser", ""},
-		{"ContainerAdministrator", ""},
-		{`NT AUTHORITY\NETWORK SERVICE`, ""},
-		{`contoso.com\svc-web`, ""},
-		{`CONTOSO\WebApp01$`, ""},
-		{`a\b\c`, "more than one backslash"},
-		{`\user`, "empty domain"},
-		{`CONTOSO\`, "no user name"},
-		{"us:er", "cannot contain"},
-		{"us@er", "cannot contain"},
-		{"...", "only dots and spaces"},
-		{"user\x00", "control characters"},
-		{strings.Repeat("u", 105), "longer than 104"},
-		{strings.Repeat("d", 200) + `\` + strings.Repeat("u", 60), "more than 256"},
-		{`CON*TOSO\user`, "neither a NetBIOS nor a DNS domain"},
-	} {
-		t.Run(tc.user, func(t *testing.T) {
-			pod, err := FromConfig(withConfig(func(c *runtime.PodSandboxConfig) { c.Windows.SecurityContext.RunAsUsername = tc.user }))
-			if tc.wantErr != "" {
-				if !errdefs.IsInvalidArgument(err) || !strings.Contains(err.Error(), tc.wantErr) ||
-					!strings.Contains(err.Error(), "spec.securityContext.windowsOptions.runAsUserName") {
-					t.Fatalf("FromConfig error = %v, want invalid argument naming runAsUserName and %q", err, tc.wantErr)
-				}
-				return
-			}
-			if err != nil {
-				t.Fatal(err)
-			}
-			if pod.RunAsUserName != tc.user {
-				t.Fatalf("RunAsUserName = %q, want %q", pod.RunAsUserName, tc.user)
-			}
-		})
-	}
-}
-
-func TestGMSA(t *testing.T) {
-	for _, tc := range []struct {
-		name    string
-		spec    string
-		want    *GMSA
-		wantErr string
-	}{
-		{"none", "", nil, ""},
-		{"credential spec", credSpec, &GMSA{CredentialSpec: credSpec, Account: "WebApp01", Domain: "contoso.com"}, ""},
-		{"lower-case keys, no DnsName", `{"domainJoinConfig":{"machineAccountName":"svc1"}}`,
-			&GMSA{CredentialSpec: `{"domainJoinConfig":{"machineAccountName":"svc1"}}`, Account: "svc1"}, ""},
-		{"not JSON", "WebApp01", nil, "is not a JSON object"},
-		{"a JSON array", `[{"DomainJoinConfig":{}}]`, nil, "is not a JSON object"},
-		{"a JSON string", `"{}"`, nil, "is not a JSON object"},
-		{"null", "null", nil, "is not a JSON object (null)"},
-		{"truncated", credSpec[:40], nil, "is not a JSON object"},
-		{"empty object", "{}", nil, "no DomainJoinConfig.MachineAccountName"},
-		{"no account", `{"DomainJoinConfig":{"DnsName":"contoso.com"}}`, nil, "no DomainJoinConfig.MachineAccountName"},
-		{"DomainJoinConfig not an object", `{"DomainJoinConfig":"contoso"}`, nil, "DomainJoinConfig that is not an object"},
-	} {
-		t.Run(tc.name, func(t *testing.T) {
-			pod, err := FromConfig(withConfig(func(c *runtime.PodSandboxConfig) { c.Windows.SecurityContext.CredentialSpec = tc.spec }))
-			if tc.wantErr != "" {
-				if !errdefs.IsInvalidArgument(err) || !strings.Contains(err.Error(), tc.wantErr) ||
-					!strings.Contains(err.Error(), "spec.securityContext.windowsOptions.gmsaCredentialSpec") {
-					t.Fatalf("FromConfig error = %v, want invalid argument naming gmsaCredentialSpec and %q", err, tc.wantErr)
-				}
-				return
-			}
-			if err != nil {
-				t.Fatal(err)
-			}
-			if !reflect.DeepEqual(pod.GMSA, tc.want) {
-				t.Fatalf("GMSA = %+v, want %+v", pod.GMSA, tc.want)
-			}
-		})
-	}
-}
-
-// kubeletHostProcessConfig is what the kubelet sends for a HostProcess
-// pod: hostNetwork, no hostname, HostProcess set, a host account.
-func kubeletHostProcessConfig() *runtime.PodSandboxConfig {
-	return withConfig(func(c *runtime.PodSandboxConfig) {
-		c.Hostname = ""
-		secCtx(c).NamespaceOptions.Network = runtime.NamespaceMode_NODE
-		c.Windows.SecurityContext = &runtime.WindowsSandboxSecurityContext{HostProcess: true, RunAsUsername: `NT AUTHORITY\SYSTEM`}
-	})
-}
-
-func TestHostProcessPod(t *testing.T) {
-	pod, err := FromConfig(kubeletHostProcessConfig())
-	if err != nil {
-		t.Fatal(err)
-	}
-	if !pod.HostProcess || !pod.Network.HostNetwork || pod.Hostname != "" || pod.HostnameDefaulted || pod.RunAsUserName != `NT AUTHORITY\SYSTEM` || pod.GMSA != nil {
-		t.Errorf("pod %+v", pod)
-	}
-	for _, tc := range []struct {
-		name   string
-		change func(*runtime.PodSandboxConfig)
-		want   []string
-	}{
-		{"pod network", func(c *runtime.PodSandboxConfig) { secCtx(c).NamespaceOptions.Network = runtime.NamespaceMode_POD },
-			[]string{"HostProcess pod", "spec.hostNetwork: true"}},
-		{"gMSA", func(c *runtime.PodSandboxConfig) { c.Windows.SecurityContext.CredentialSpec = credSpec },
-			[]string{"gmsaCredentialSpec", "HostProcess pod"}},
-		{"privileged too", func(c *runtime.PodSandboxConfig) { secCtx(c).Privileged = true },
-			[]string{"spec.containers[*].securityContext.privileged"}},
-	} {
-		t.Run(tc.name, func(t *testing.T) {
-			cfg := kubeletHostProcessConfig()
-			tc.change(cfg)
-			pod, err := FromConfig(cfg)
-			if !errdefs.IsInvalidArgument(err) || pod != nil {
-				t.Fatalf("FromConfig = %v, %v; want invalid argument", pod, err)
-			}
-			for _, w := range append(tc.want, `"shop/web-0"`, "Windows HostProcess pod") {
-				if !strings.Contains(err.Error(), w) {
-					t.Errorf("error %q does not contain %q", err, w)
-				}
-			}
-		})
-	}
-}
-
 func TestResources(t *testing.T) {
 	pod, err := FromConfig(withConfig(func(c *runtime.PodSandboxConfig) {
 		c.Linux.Overhead = &runtime.LinuxContainerResources{CpuPeriod: 100000, CpuQuota: 25000, CpuShares: 256, MemoryLimitInBytes: 128 << 20}
@@ -608,34 +340,5 @@ func TestResources(t *testing.T) {
 	}
 	if pod.Resources.Overhead != nil || pod.Resources.Total == nil || pod.Resources.Total.CPUQuota != -1 {
 		t.Fatalf("Resources = %+v / %+v", pod.Resources.Overhead, pod.Resources.Total)
-	}
-}
-
-func TestSetNetworkNamespace(t *testing.T) {
-	for _, tc := range []struct {
-		path string
-		ok   bool
-	}{
-		{"", true},
-		{"5f2a1b9e-3c44-4d7a-9a0e-0123456789ab", true},
-		{"{5F2A1B9E-3C44-4D7A-9A0E-0123456789AB}", true},
-		{"/var/run/netns/cni-1b2c3d4e-5f60-7182-93a4-b5c6d7e8f901", true},
-		{"5f2a1b9e-3c44-4d7a-9a0e-0123456789a", false},
-		{"cni-1234", false},
-		{`C:\netns`, false},
-	} {
-		t.Run(tc.path, func(t *testing.T) {
-			pod := &Pod{Name: "web-0", Network: Network{Namespace: "previous"}}
-			err := pod.SetNetworkNamespace(tc.path)
-			if tc.ok {
-				if err != nil || pod.Network.Namespace != tc.path {
-					t.Fatalf("SetNetworkNamespace = %v, namespace %q", err, pod.Network.Namespace)
-				}
-				return
-			}
-			if !errdefs.IsInvalidArgument(err) || pod.Network.Namespace != "previous" {
-				t.Fatalf("SetNetworkNamespace = %v, namespace %q; want invalid argument, unchanged", err, pod.Network.Namespace)
-			}
-		})
 	}
 }

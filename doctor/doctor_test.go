@@ -351,22 +351,59 @@ func TestDoctorRunHealthy(t *testing.T) {
 	}
 }
 
-func TestDoctorRunFindings(t *testing.T) {
-	tars := func(layers ...[]entry) [][]byte {
-		var out [][]byte
-		for _, l := range layers {
-			out = append(out, layerTar(t, l...))
-		}
-		return out
+// checkFinding fails t unless r has the check name with status, a summary
+// containing summary and a fix containing fix; it returns the check.
+func checkFinding(t *testing.T, r *Report, name string, status Status, summary, fix string) *Result {
+	t.Helper()
+	c := r.Check(name)
+	if c == nil {
+		t.Fatalf("no %s check in %+v", name, r.Checks)
 	}
-	for _, tc := range []struct {
-		name   string
-		change func(s *fakeSystem, o *Options)
-		check  string
-		status Status
-		// summary and fix hold substrings of the check's summary and fix.
-		summary, fix string
-	}{
+	var text bytes.Buffer
+	r.WriteText(&text)
+	if c.Status != status || !strings.Contains(c.Summary, summary) {
+		t.Errorf("%s: %s %q\nwant %s %q\n%s", name, c.Status, c.Summary, status, summary, text.String())
+	}
+	if got := strings.Join(c.Fix, "\n"); !strings.Contains(got, fix) {
+		t.Errorf("%s fix:\n%s\nlacks:\n%s", name, got, fix)
+	}
+	return c
+}
+
+// findingCase is a change to a healthy node and the finding it makes.
+type findingCase struct {
+	name   string
+	change func(s *fakeSystem, o *Options)
+	check  string
+	status Status
+	// summary and fix hold substrings of the check's summary and fix.
+	summary, fix string
+}
+
+// runFindingCases runs doctor on a healthy node changed by each case and
+// checks the finding, that a problem has a fix, and the report's verdict.
+func runFindingCases(t *testing.T, cases []findingCase) {
+	t.Helper()
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			s, o := healthy(t)
+			tc.change(s, &o)
+			r := Run(context.Background(), o)
+			c := checkFinding(t, r, tc.check, tc.status, tc.summary, tc.fix)
+			if tc.status != OK && len(c.Fix) == 0 && tc.check != CheckPauseImage {
+				t.Errorf("%s is %s without a fix", tc.check, c.Status)
+			}
+			if r.OK != (len(r.Failed()) == 0) {
+				t.Errorf("report OK %v with %d failures", r.OK, len(r.Failed()))
+			}
+		})
+	}
+}
+
+// Findings of the node's config, handler, shim, containerd, snapshotter
+// and plugins.
+func TestDoctorRunFindings(t *testing.T) {
+	runFindingCases(t, []findingCase{
 		{"handler not registered", func(s *fakeSystem, o *Options) { o.Handler = "nothere" },
 			CheckHandler, Fail, `runtime handler "nothere" is not registered in /etc/containerd/config.toml`,
 			"add the handler table to /etc/containerd/config.toml (package containerdconfig generates it), then systemctl restart containerd:\n" +
@@ -427,6 +464,19 @@ func TestDoctorRunFindings(t *testing.T) {
 			CheckPlugins, Fail, "containerd could not load io.containerd.snapshotter.v1 plugin windowsfilter: boom", "start winproc-snapshotter first"},
 		{"plugin missing", func(s *fakeSystem, o *Options) { s.cd.plugins = s.cd.plugins[1:] },
 			CheckPlugins, Fail, "containerd has no io.containerd.snapshotter.v1 plugin windowsfilter", "make sure it reads"},
+	})
+}
+
+// Findings of the pause image, the host's build and the RuntimeClasses.
+func TestDoctorRunImageFindings(t *testing.T) {
+	tars := func(layers ...[]entry) [][]byte {
+		var out [][]byte
+		for _, l := range layers {
+			out = append(out, layerTar(t, l...))
+		}
+		return out
+	}
+	runFindingCases(t, []findingCase{
 		{"pause image missing", func(s *fakeSystem, o *Options) { s.cd.images = map[string]ocispec.Descriptor{} },
 			CheckPauseImage, Fail, `pause image "example.com/winproc/pause:test" is not in containerd (namespace k8s.io)`,
 			"winproc image pause -pause-exe pause.exe -wincat-exe wincat.exe -os-version 10.0.20348.1 -ref example.com/winproc/pause:test -output pause.tar\n" +
@@ -474,31 +524,7 @@ func TestDoctorRunFindings(t *testing.T) {
 		}, CheckRuntimeClass, OK, "RuntimeClass winproc-ltsc2022 (handler winproc) selects 10.0.20348 (ltsc2022)", ""},
 		{"runtime class file missing", func(s *fakeSystem, o *Options) { o.RuntimeClasses = []string{"/nothere.yaml"} },
 			CheckRuntimeClass, Fail, "/nothere.yaml: open /nothere.yaml: file does not exist", ""},
-	} {
-		t.Run(tc.name, func(t *testing.T) {
-			s, o := healthy(t)
-			tc.change(s, &o)
-			r := Run(context.Background(), o)
-			c := r.Check(tc.check)
-			if c == nil {
-				t.Fatalf("no %s check in %+v", tc.check, r.Checks)
-			}
-			var text bytes.Buffer
-			r.WriteText(&text)
-			if c.Status != tc.status || !strings.Contains(c.Summary, tc.summary) {
-				t.Errorf("%s: %s %q\nwant %s %q\n%s", tc.check, c.Status, c.Summary, tc.status, tc.summary, text.String())
-			}
-			if fix := strings.Join(c.Fix, "\n"); !strings.Contains(fix, tc.fix) {
-				t.Errorf("%s fix:\n%s\nlacks:\n%s", tc.check, fix, tc.fix)
-			}
-			if tc.status != OK && len(c.Fix) == 0 && tc.check != CheckPauseImage {
-				t.Errorf("%s is %s without a fix", tc.check, c.Status)
-			}
-			if r.OK != (len(r.Failed()) == 0) {
-				t.Errorf("report OK %v with %d failures", r.OK, len(r.Failed()))
-			}
-		})
-	}
+	})
 }
 
 // On Windows the host build comes from the system, the shim is looked up

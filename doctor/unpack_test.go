@@ -49,17 +49,7 @@ func TestDoctorUnpackConfigs(t *testing.T) {
 			s, o := healthy(t)
 			s.goos = tc.goos
 			s.files["/etc/containerd/config.toml"] = tc.config(s.files["/etc/containerd/config.toml"])
-			r := Run(context.Background(), o)
-			c := r.Check(CheckUnpack)
-			if c == nil {
-				t.Fatalf("no %s check", CheckUnpack)
-			}
-			if c.Status != tc.status || !strings.Contains(c.Summary, tc.summary) {
-				t.Errorf("%s %q\nwant %s %q", c.Status, c.Summary, tc.status, tc.summary)
-			}
-			if fix := strings.Join(c.Fix, "\n"); !strings.Contains(fix, tc.fix) {
-				t.Errorf("fix:\n%s\nlacks:\n%s", fix, tc.fix)
-			}
+			checkFinding(t, Run(context.Background(), o), CheckUnpack, tc.status, tc.summary, tc.fix)
 		})
 	}
 }
@@ -111,16 +101,7 @@ func TestDoctorParallelUnpack(t *testing.T) {
 			s, o := healthy(t)
 			s.goos = tc.goos
 			s.files["/etc/containerd/config.toml"] = tc.config(s.files["/etc/containerd/config.toml"])
-			c := Run(context.Background(), o).Check(CheckUnpack)
-			if c == nil {
-				t.Fatalf("no %s check", CheckUnpack)
-			}
-			if c.Status != tc.status || !strings.Contains(c.Summary, tc.summary) {
-				t.Errorf("%s %q\nwant %s %q", c.Status, c.Summary, tc.status, tc.summary)
-			}
-			if fix := strings.Join(c.Fix, "\n"); !strings.Contains(fix, tc.fix) {
-				t.Errorf("fix:\n%s\nlacks:\n%s", fix, tc.fix)
-			}
+			checkFinding(t, Run(context.Background(), o), CheckUnpack, tc.status, tc.summary, tc.fix)
 		})
 	}
 }

@@ -226,6 +226,26 @@ func startSleeper(t *testing.T, n *node.Node, client *containerd.Client, id stri
 	return task, done, shims[0]
 }
 
+// killTask sends sig to task and returns the exit status done, the
+// channel of a Wait begun before, reports.
+func killTask(t *testing.T, task containerd.Task, done <-chan containerd.ExitStatus, sig syscall.Signal) containerd.ExitStatus {
+	t.Helper()
+	if err := task.Kill(context.Background(), sig); err != nil {
+		t.Fatal(err)
+	}
+	return waitStatus(t, done)
+}
+
+// deleteTask deletes the exited task and checks that nothing of id is
+// left.
+func deleteTask(t *testing.T, n *node.Node, task containerd.Task, id string) {
+	t.Helper()
+	if _, err := task.Delete(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	requireNoLeaks(t, n, id)
+}
+
 func requireNoLeaks(t *testing.T, n *node.Node, id string) {
 	t.Helper()
 	if leaks := n.Leaks(id); len(leaks) > 0 {
@@ -297,33 +317,21 @@ func TestShimTaskLifecycle(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if err := task.Kill(ctx, syscall.SIGTERM); err != nil {
-		t.Fatal(err)
-	}
-	if st := waitStatus(t, done); st.ExitCode() != 0 {
+	if st := killTask(t, task, done, syscall.SIGTERM); st.ExitCode() != 0 {
 		t.Errorf("exit code after SIGTERM %d, want 0", st.ExitCode())
 	}
 	out.waitFor(t, "stopping: CTRL_")
-	if _, err := task.Delete(ctx); err != nil {
-		t.Fatal(err)
-	}
-	requireNoLeaks(t, n, "app")
+	deleteTask(t, n, task, "app")
 }
 
 func TestShimSIGKILL(t *testing.T) {
 	n := node.Start(t, bins)
 	importTestApp(t, n)
 	task, done, _ := startSleeper(t, n, newClient(t, n), "sleeper")
-	if err := task.Kill(context.Background(), syscall.SIGKILL); err != nil {
-		t.Fatal(err)
-	}
-	if st := waitStatus(t, done); st.ExitCode() == 0 {
+	if st := killTask(t, task, done, syscall.SIGKILL); st.ExitCode() == 0 {
 		t.Errorf("exit code after SIGKILL is 0")
 	}
-	if _, err := task.Delete(context.Background()); err != nil {
-		t.Fatal(err)
-	}
-	requireNoLeaks(t, n, "sleeper")
+	deleteTask(t, n, task, "sleeper")
 }
 
 // A shim killed with SIGKILL: containerd reports the task exited, and its
@@ -378,16 +386,10 @@ func TestContainerdRestart(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if err := task.Kill(ctx, syscall.SIGTERM); err != nil {
-		t.Fatal(err)
-	}
-	if st := waitStatus(t, done); st.ExitCode() != 0 {
+	if st := killTask(t, task, done, syscall.SIGTERM); st.ExitCode() != 0 {
 		t.Errorf("exit code %d, want 0", st.ExitCode())
 	}
-	if _, err := task.Delete(ctx); err != nil {
-		t.Fatal(err)
-	}
-	requireNoLeaks(t, n, "survivor")
+	deleteTask(t, n, task, "survivor")
 }
 
 // What the shim's Go runtime prints when it dies (a panic; here a SIGQUIT,

@@ -6,7 +6,6 @@ import (
 	"context"
 	"os"
 	"path/filepath"
-	"strings"
 	"testing"
 	"time"
 
@@ -21,13 +20,9 @@ import (
 // layer, activated, with a link to a directory outside the root: the
 // start's cleanup must destroy the link, not what it points to.
 func TestLayerDriverUnderWine(t *testing.T) {
-	template := winetest.Prefix(t)
-	if os.Geteuid() != 0 {
-		t.Skip("the private Wine prefix is an overlay mount, which needs root")
-	}
 	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
 	t.Cleanup(cancel)
-	prefix := winetest.PrivatePrefix(t, template)
+	prefix := winetest.RootPrefix(t)
 	dll := filepath.Join(prefix, "drive_c", "windows", "system32", "vmcompute.dll")
 	src := filepath.Join("..", "integration", "winenode", "testdata", "standins", "vmcompute.c")
 	winetest.BuildDLL(ctx, t, src, dll)
@@ -54,12 +49,8 @@ func TestLayerDriverUnderWine(t *testing.T) {
 
 	exe := winetest.BuildTests(ctx, t, dir, "snapshotter")
 	cmd := winetest.Command(ctx, t, prefix, exe, "-test.run", "^TestLayerDriverFaults$", "-test.v")
-	cmd.Env = append(cmd.Env, layerRootEnv+"=Z:"+strings.ReplaceAll(root, "/", `\`))
-	out, err := cmd.CombinedOutput()
-	if code, cerr := winetest.ExitCode(err); cerr != nil || code != 0 {
-		t.Fatalf("TestLayerDriverFaults under Wine: %v\n%s", err, out)
-	}
-	t.Logf("under Wine:\n%s", out)
+	cmd.Env = append(cmd.Env, layerRootEnv+"="+winetest.WinPath(root))
+	winetest.RunTests(t, "TestLayerDriverFaults", cmd)
 	if _, err := os.Stat(filepath.Join(target, "kept")); err != nil {
 		t.Errorf("destroying the layer deleted what its link points to: %v", err)
 	}

@@ -347,141 +347,149 @@ func desc(name, os, arch, osVersion string) ocispec.Descriptor {
 	}
 }
 
+// bestManifestCase is a host, its architecture and an index, and the
+// manifest BestManifest picks or the NotFound it answers.
+type bestManifestCase struct {
+	name      string
+	host      Version
+	arch      string
+	manifests []ocispec.Descriptor
+	want      string // digest suffix; "" means NotFound
+	msg       string // exact NotFound message, when set
+}
+
+// sampleIndex is a realistic multi-arch, multi-build index, deliberately
+// ordered so that "first match wins" would pick a worse entry.
+var sampleIndex = []ocispec.Descriptor{
+	desc("linux-amd64", "linux", "amd64", ""),
+	desc("linux-arm64", "linux", "arm64", ""),
+	desc("attestation", "unknown", "unknown", ""),
+	desc("ltsc2019", "windows", "amd64", "10.0.17763.5329"),
+	desc("ltsc2022-old", "windows", "amd64", "10.0.20348.999"),
+	desc("ltsc2022-new", "windows", "amd64", "10.0.20348.1000"),
+	desc("ltsc2022-mid", "windows", "amd64", "10.0.20348.1000"), // tie: first wins
+	desc("23h2", "windows", "amd64", "10.0.25398.500"),
+	desc("ltsc2025", "windows", "amd64", "10.0.26100.2033"),
+	desc("ltsc2025-arm64", "windows", "arm64", "10.0.26100.9999"),
+	desc("garbage", "windows", "amd64", "10.0.99999.x"),
+}
+
+// bestManifestCases are TestBestManifest's table.
+var bestManifestCases = []bestManifestCase{
+	{name: "ltsc2019 host", host: v(17763, 1), arch: "amd64", manifests: sampleIndex, want: "ltsc2019"},
+	{name: "ltsc2022 host: highest revision, numerically", host: v(20348, 1), arch: "amd64", manifests: sampleIndex, want: "ltsc2022-new"},
+	{name: "23H2 host: exact build", host: v(25398, 1), arch: "amd64", manifests: sampleIndex, want: "23h2"},
+	{name: "ltsc2025 host: exact build", host: v(26100, 1), arch: "amd64", manifests: sampleIndex, want: "ltsc2025"},
+	{name: "ltsc2025 arm64 host", host: v(26100, 1), arch: "arm64", manifests: sampleIndex, want: "ltsc2025-arm64"},
+	{name: "win11 22H2 host: ltsc2022", host: v(22621, 1), arch: "amd64", manifests: sampleIndex, want: "ltsc2022-new"},
+	{name: "future host: highest LTSC", host: v(27000, 1), arch: "amd64", manifests: sampleIndex, want: "ltsc2025"},
+	{name: "x86_64 spelling", host: v(26100, 1), arch: "x86_64", manifests: sampleIndex, want: "ltsc2025"},
+	{
+		name: "ltsc2025 host without exact: ltsc2022 over 23H2",
+		host: v(26100, 1), arch: "amd64",
+		manifests: []ocispec.Descriptor{
+			desc("23h2", "windows", "amd64", "10.0.25398.500"),
+			desc("ltsc2022", "windows", "amd64", "10.0.20348.1"),
+		},
+		want: "ltsc2022",
+	},
+	{
+		name: "exact build preferred over higher revision of other LTSC",
+		host: v(26100, 1), arch: "amd64",
+		manifests: []ocispec.Descriptor{
+			desc("ltsc2022", "windows", "amd64", "10.0.20348.99999"),
+			desc("ltsc2025", "windows", "amd64", "10.0.26100.1"),
+		},
+		want: "ltsc2025",
+	},
+	{
+		name: "index spells the architecture x86_64",
+		host: v(20348, 1), arch: "amd64",
+		manifests: []ocispec.Descriptor{
+			desc("arm64", "windows", "arm64", "10.0.20348.5"),
+			desc("x86_64", "Windows", "x86_64", "10.0.20348.1"),
+		},
+		want: "x86_64",
+	},
+	{
+		name: "revision 999 vs 1000 in reverse order",
+		host: v(20348, 1), arch: "amd64",
+		manifests: []ocispec.Descriptor{
+			desc("r1000", "windows", "amd64", "10.0.20348.1000"),
+			desc("r999", "windows", "amd64", "10.0.20348.999"),
+		},
+		want: "r1000",
+	},
+	{
+		name: "missing os.version is last resort",
+		host: v(20348, 1), arch: "amd64",
+		manifests: []ocispec.Descriptor{
+			desc("noversion", "windows", "amd64", ""),
+			desc("ltsc2022", "windows", "amd64", "10.0.20348.1"),
+		},
+		want: "ltsc2022",
+	},
+	{
+		name: "missing os.version chosen when nothing known fits",
+		host: v(20348, 1), arch: "amd64",
+		manifests: []ocispec.Descriptor{
+			desc("ltsc2019", "windows", "amd64", "10.0.17763.1"),
+			desc("noversion", "windows", "amd64", ""),
+			desc("noversion2", "windows", "amd64", ""),
+		},
+		want: "noversion",
+	},
+	{
+		name: "nil platform skipped",
+		host: v(20348, 1), arch: "amd64",
+		manifests: []ocispec.Descriptor{
+			{Digest: "sha256:noplatform"},
+			desc("ltsc2022", "windows", "amd64", "10.0.20348.1"),
+		},
+		want: "ltsc2022",
+	},
+	{
+		name: "ltsc2022 host, only older and newer builds",
+		host: v(20348, 2227), arch: "amd64",
+		manifests: []ocispec.Descriptor{
+			desc("linux-amd64", "linux", "amd64", ""),
+			desc("attestation", "unknown", "unknown", ""),
+			desc("ltsc2019", "windows", "amd64", "10.0.17763.5329"),
+			desc("ltsc2025", "windows", "amd64", "10.0.26100.2033"),
+			desc("ltsc2022-arm64", "windows", "arm64", "10.0.20348.2227"),
+			desc("garbage", "windows", "amd64", "10.0.x"),
+			{Digest: "sha256:noplatform"},
+		},
+		msg: `no manifest for windows/amd64 that can run on this host under process isolation: this host is 10.0.20348 (ltsc2022); ` +
+			`process isolation needs an image for 10.0.20348 (ltsc2022); the index offers linux/amd64, ` +
+			`windows/amd64 10.0.17763.5329 (ltsc2019), windows/amd64 10.0.26100.2033 (ltsc2025), ` +
+			`windows/arm64 10.0.20348.2227 (ltsc2022), windows/amd64 10.0.x (invalid os.version), ` +
+			`a manifest without platform (sha256:noplatform)`,
+	},
+	{
+		name: "win11 host, ltsc2025 only",
+		host: v(22000, 1), arch: "amd64",
+		manifests: []ocispec.Descriptor{desc("ltsc2025", "windows", "amd64", "10.0.26100.1")},
+		msg: `no manifest for windows/amd64 that can run on this host under process isolation: this host is 10.0.22000 (Windows 11 21H2); ` +
+			`process isolation needs an image for 10.0.22000 (Windows 11 21H2) or 10.0.20348 (ltsc2022); the index offers windows/amd64 10.0.26100.1 (ltsc2025)`,
+	},
+	{
+		name: "linux-only index",
+		host: v(26100, 1), arch: "amd64",
+		manifests: []ocispec.Descriptor{desc("linux-amd64", "linux", "amd64", ""), desc("linux-arm64", "linux", "arm64", "")},
+		msg: `no manifest for windows/amd64 that can run on this host under process isolation: this host is 10.0.26100 (ltsc2025); ` +
+			`process isolation needs an image for 10.0.26100 (ltsc2025) or 10.0.20348 (ltsc2022); the index offers linux/amd64, linux/arm64`,
+	},
+	{
+		name: "empty index", host: v(20348, 1), arch: "amd64",
+		msg: `no manifest for windows/amd64 that can run on this host under process isolation: this host is 10.0.20348 (ltsc2022); ` +
+			`process isolation needs an image for 10.0.20348 (ltsc2022); the index offers nothing`,
+	},
+	{name: "arm64 host, ltsc2022", host: v(20348, 1), arch: "arm64", manifests: sampleIndex},
+}
+
 func TestBestManifest(t *testing.T) {
-	// A realistic multi-arch, multi-build index, deliberately ordered so that
-	// "first match wins" would pick a worse entry.
-	index := []ocispec.Descriptor{
-		desc("linux-amd64", "linux", "amd64", ""),
-		desc("linux-arm64", "linux", "arm64", ""),
-		desc("attestation", "unknown", "unknown", ""),
-		desc("ltsc2019", "windows", "amd64", "10.0.17763.5329"),
-		desc("ltsc2022-old", "windows", "amd64", "10.0.20348.999"),
-		desc("ltsc2022-new", "windows", "amd64", "10.0.20348.1000"),
-		desc("ltsc2022-mid", "windows", "amd64", "10.0.20348.1000"), // tie: first wins
-		desc("23h2", "windows", "amd64", "10.0.25398.500"),
-		desc("ltsc2025", "windows", "amd64", "10.0.26100.2033"),
-		desc("ltsc2025-arm64", "windows", "arm64", "10.0.26100.9999"),
-		desc("garbage", "windows", "amd64", "10.0.99999.x"),
-	}
-	for _, tc := range []struct {
-		name      string
-		host      Version
-		arch      string
-		manifests []ocispec.Descriptor
-		want      string // digest suffix; "" means NotFound
-		msg       string // exact NotFound message, when set
-	}{
-		{name: "ltsc2019 host", host: v(17763, 1), arch: "amd64", manifests: index, want: "ltsc2019"},
-		{name: "ltsc2022 host: highest revision, numerically", host: v(20348, 1), arch: "amd64", manifests: index, want: "ltsc2022-new"},
-		{name: "23H2 host: exact build", host: v(25398, 1), arch: "amd64", manifests: index, want: "23h2"},
-		{name: "ltsc2025 host: exact build", host: v(26100, 1), arch: "amd64", manifests: index, want: "ltsc2025"},
-		{name: "ltsc2025 arm64 host", host: v(26100, 1), arch: "arm64", manifests: index, want: "ltsc2025-arm64"},
-		{name: "win11 22H2 host: ltsc2022", host: v(22621, 1), arch: "amd64", manifests: index, want: "ltsc2022-new"},
-		{name: "future host: highest LTSC", host: v(27000, 1), arch: "amd64", manifests: index, want: "ltsc2025"},
-		{name: "x86_64 spelling", host: v(26100, 1), arch: "x86_64", manifests: index, want: "ltsc2025"},
-		{
-			name: "ltsc2025 host without exact: ltsc2022 over 23H2",
-			host: v(26100, 1), arch: "amd64",
-			manifests: []ocispec.Descriptor{
-				desc("23h2", "windows", "amd64", "10.0.25398.500"),
-				desc("ltsc2022", "windows", "amd64", "10.0.20348.1"),
-			},
-			want: "ltsc2022",
-		},
-		{
-			name: "exact build preferred over higher revision of other LTSC",
-			host: v(26100, 1), arch: "amd64",
-			manifests: []ocispec.Descriptor{
-				desc("ltsc2022", "windows", "amd64", "10.0.20348.99999"),
-				desc("ltsc2025", "windows", "amd64", "10.0.26100.1"),
-			},
-			want: "ltsc2025",
-		},
-		{
-			name: "index spells the architecture x86_64",
-			host: v(20348, 1), arch: "amd64",
-			manifests: []ocispec.Descriptor{
-				desc("arm64", "windows", "arm64", "10.0.20348.5"),
-				desc("x86_64", "Windows", "x86_64", "10.0.20348.1"),
-			},
-			want: "x86_64",
-		},
-		{
-			name: "revision 999 vs 1000 in reverse order",
-			host: v(20348, 1), arch: "amd64",
-			manifests: []ocispec.Descriptor{
-				desc("r1000", "windows", "amd64", "10.0.20348.1000"),
-				desc("r999", "windows", "amd64", "10.0.20348.999"),
-			},
-			want: "r1000",
-		},
-		{
-			name: "missing os.version is last resort",
-			host: v(20348, 1), arch: "amd64",
-			manifests: []ocispec.Descriptor{
-				desc("noversion", "windows", "amd64", ""),
-				desc("ltsc2022", "windows", "amd64", "10.0.20348.1"),
-			},
-			want: "ltsc2022",
-		},
-		{
-			name: "missing os.version chosen when nothing known fits",
-			host: v(20348, 1), arch: "amd64",
-			manifests: []ocispec.Descriptor{
-				desc("ltsc2019", "windows", "amd64", "10.0.17763.1"),
-				desc("noversion", "windows", "amd64", ""),
-				desc("noversion2", "windows", "amd64", ""),
-			},
-			want: "noversion",
-		},
-		{
-			name: "nil platform skipped",
-			host: v(20348, 1), arch: "amd64",
-			manifests: []ocispec.Descriptor{
-				{Digest: "sha256:noplatform"},
-				desc("ltsc2022", "windows", "amd64", "10.0.20348.1"),
-			},
-			want: "ltsc2022",
-		},
-		{
-			name: "ltsc2022 host, only older and newer builds",
-			host: v(20348, 2227), arch: "amd64",
-			manifests: []ocispec.Descriptor{
-				desc("linux-amd64", "linux", "amd64", ""),
-				desc("attestation", "unknown", "unknown", ""),
-				desc("ltsc2019", "windows", "amd64", "10.0.17763.5329"),
-				desc("ltsc2025", "windows", "amd64", "10.0.26100.2033"),
-				desc("ltsc2022-arm64", "windows", "arm64", "10.0.20348.2227"),
-				desc("garbage", "windows", "amd64", "10.0.x"),
-				{Digest: "sha256:noplatform"},
-			},
-			msg: `no manifest for windows/amd64 that can run on this host under process isolation: this host is 10.0.20348 (ltsc2022); ` +
-				`process isolation needs an image for 10.0.20348 (ltsc2022); the index offers linux/amd64, ` +
-				`windows/amd64 10.0.17763.5329 (ltsc2019), windows/amd64 10.0.26100.2033 (ltsc2025), ` +
-				`windows/arm64 10.0.20348.2227 (ltsc2022), windows/amd64 10.0.x (invalid os.version), ` +
-				`a manifest without platform (sha256:noplatform)`,
-		},
-		{
-			name: "win11 host, ltsc2025 only",
-			host: v(22000, 1), arch: "amd64",
-			manifests: []ocispec.Descriptor{desc("ltsc2025", "windows", "amd64", "10.0.26100.1")},
-			msg: `no manifest for windows/amd64 that can run on this host under process isolation: this host is 10.0.22000 (Windows 11 21H2); ` +
-				`process isolation needs an image for 10.0.22000 (Windows 11 21H2) or 10.0.20348 (ltsc2022); the index offers windows/amd64 10.0.26100.1 (ltsc2025)`,
-		},
-		{
-			name: "linux-only index",
-			host: v(26100, 1), arch: "amd64",
-			manifests: []ocispec.Descriptor{desc("linux-amd64", "linux", "amd64", ""), desc("linux-arm64", "linux", "arm64", "")},
-			msg: `no manifest for windows/amd64 that can run on this host under process isolation: this host is 10.0.26100 (ltsc2025); ` +
-				`process isolation needs an image for 10.0.26100 (ltsc2025) or 10.0.20348 (ltsc2022); the index offers linux/amd64, linux/arm64`,
-		},
-		{
-			name: "empty index", host: v(20348, 1), arch: "amd64",
-			msg: `no manifest for windows/amd64 that can run on this host under process isolation: this host is 10.0.20348 (ltsc2022); ` +
-				`process isolation needs an image for 10.0.20348 (ltsc2022); the index offers nothing`,
-		},
-		{name: "arm64 host, ltsc2022", host: v(20348, 1), arch: "arm64", manifests: index},
-	} {
+	for _, tc := range bestManifestCases {
 		t.Run(tc.name, func(t *testing.T) {
 			got, err := BestManifest(tc.host, tc.arch, tc.manifests)
 			if tc.want == "" {

@@ -282,7 +282,7 @@ func TestNoImportFromAHigherFloor(t *testing.T) {
 // everything a command reaches) fails the check.
 func TestHarnessImportRefused(t *testing.T) {
 	f, harness, byGOOS := moduleGraphs(t)
-	for _, h := range []string{"internal/winetest", "internal/cgfreezer", "internal/procscan", "internal/syncbuffer", "internal/testwait", "internal/layering", "shim/compute/computetest"} {
+	for _, h := range []string{"internal/winetest", "internal/cgfreezer", "internal/procscan", "internal/syncbuffer", "internal/testwait", "internal/contenttest", "internal/layering", "shim/compute/computetest"} {
 		if n, _ := f.of(h); n != harness {
 			t.Errorf("test harness %s is on floor %d; want the harnesses' floor %d", h, n, harness)
 		}

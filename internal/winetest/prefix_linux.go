@@ -11,6 +11,17 @@ import (
 	"golang.org/x/sys/unix"
 )
 
+// RootPrefix is PrivatePrefix of the template Prefix returns; it skips the
+// test unless it runs as root, which the overlay mount needs.
+func RootPrefix(t testing.TB) string {
+	t.Helper()
+	template := Prefix(t)
+	if os.Geteuid() != 0 {
+		t.Skip("the private Wine prefix is an overlay mount, which needs root")
+	}
+	return PrivatePrefix(t, template)
+}
+
 // PrivatePrefix returns a Wine prefix of the test's own: an overlay mount
 // of the template (some 700 MB) in a temporary directory, so the test can
 // install DLLs in its System32 without changing the template. The mount

@@ -214,3 +214,26 @@ func BuildDLL(ctx context.Context, t testing.TB, src, dll string) {
 		t.Fatalf("build the stand-in %s: %v\n%s", filepath.Base(dll), err, b)
 	}
 }
+
+// RunTests runs cmd, a Command of a Windows test binary, and fails t,
+// naming what ran, unless it exits with status 0 and its output has the
+// line "--- PASS: name" of each of mustPass (a test the binary must not
+// skip). It logs the output and returns it for further checks.
+func RunTests(t testing.TB, what string, cmd *exec.Cmd, mustPass ...string) string {
+	t.Helper()
+	b, err := cmd.CombinedOutput()
+	out := string(b)
+	if code, cerr := ExitCode(err); cerr != nil || code != 0 {
+		t.Fatalf("%s under Wine: %v\n%s", what, err, out)
+	}
+	for _, name := range mustPass {
+		if !strings.Contains(out, "--- PASS: "+name) {
+			t.Fatalf("%s under Wine: %s did not pass\n%s", what, name, out)
+		}
+	}
+	t.Logf("under Wine:\n%s", out)
+	return out
+}
+
+// WinPath is the Windows name Wine gives the Linux path p: on drive Z:.
+func WinPath(p string) string { return "Z:" + strings.ReplaceAll(p, "/", `\`) }

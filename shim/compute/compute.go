@@ -15,9 +15,8 @@ import (
 // "not implemented" to the caller.
 var ErrNotSupported = fmt.Errorf("not supported by this compute backend: %w", errdefs.ErrNotImplemented)
 
-// Backend creates and opens compute systems (HCS "silos"). There are two: HCS
-// on Windows and the Wine emulation on Linux. A Backend is safe for
-// concurrent use.
+// Backend creates and opens compute systems (HCS "silos"). There are three
+// (the package doc names them). A Backend is safe for concurrent use.
 type Backend interface {
 	// Create creates the compute system id from s, without starting it.
 	// An existing system of that id is errdefs.ErrAlreadyExists.

@@ -79,6 +79,21 @@ func holdCgroup(t *testing.T, sys *system) func() {
 	return cgfreezer.HeldCgroup(t, sys.st.Cgroup)
 }
 
+// idleSilo starts silo id of the basic layers with pause.exe in it, idle;
+// the process is closed when the test ends.
+func (f *fixture) idleSilo(t *testing.T, id string) (*system, compute.Process) {
+	t.Helper()
+	sys := f.start(t, id, &compute.Settings{Layers: f.basicLayers(t)}).(*system)
+	var out syncbuffer.Buffer
+	p, err := sys.CreateProcess(context.Background(), &compute.ProcessSettings{CommandLine: `C:\pause.exe`, Stdout: &out, Stderr: &out})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { p.Close() })
+	waitIdle(t, int(p.Pid()))
+	return sys, p
+}
+
 // TestSiloFaults runs each fault on a real silo with a process in it:
 // Close returns within its bound while the fault holds; once it clears,
 // the teardown carried on in the background finishes, Drain waits for it,
@@ -92,14 +107,7 @@ func TestSiloFaults(t *testing.T) {
 				t.Skip(v1err)
 			}
 			id := "fault-" + strconv.Itoa(i)
-			sys := f.start(t, id, &compute.Settings{Layers: f.basicLayers(t)}).(*system)
-			var out syncbuffer.Buffer
-			p, err := sys.CreateProcess(context.Background(), &compute.ProcessSettings{CommandLine: `C:\pause.exe`, Stdout: &out, Stderr: &out})
-			if err != nil {
-				t.Fatal(err)
-			}
-			defer p.Close()
-			waitIdle(t, int(p.Pid()))
+			sys, _ := f.idleSilo(t, id)
 			dir, cgroup := sys.dir, sys.st.Cgroup
 
 			clear := fault.apply(t, sys)
@@ -170,14 +178,7 @@ func TestKilledFrozenProcessExits(t *testing.T) {
 		t.Skip(err)
 	}
 	f := newFixture(t)
-	sys := f.start(t, "frozen-kill", &compute.Settings{Layers: f.basicLayers(t)}).(*system)
-	var out syncbuffer.Buffer
-	p, err := sys.CreateProcess(context.Background(), &compute.ProcessSettings{CommandLine: `C:\pause.exe`, Stdout: &out, Stderr: &out})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer p.Close()
-	waitIdle(t, int(p.Pid()))
+	sys, p := f.idleSilo(t, "frozen-kill")
 	clear := freezeSilo(t, sys)
 	start := time.Now()
 	if err := p.Kill(context.Background()); err != nil {

@@ -186,9 +186,18 @@ func resolveProgram(cdir, name string, cwd []string, path string) (string, error
 		return "", false
 	}
 	var searched []string
+	absolute := len(name) >= 2 && name[1] == ':' || strings.HasPrefix(name, `\\`)
 	switch {
-	case len(name) >= 2 && name[1] == ':' || strings.HasPrefix(name, `\\`):
-		comps, err := cPath(name)
+	case absolute, strings.ContainsAny(name, `\/`):
+		full := name
+		switch {
+		case absolute:
+		case name[0] == '\\' || name[0] == '/':
+			full = winJoin(nil) + `\` + name // the drive's root
+		default:
+			full = winJoin(cwd) + `\` + name
+		}
+		comps, err := cPath(full)
 		if err != nil {
 			return "", fmt.Errorf("program: %w", err)
 		}
@@ -199,24 +208,6 @@ func resolveProgram(cdir, name string, cwd []string, path string) (string, error
 			return p, nil
 		}
 		searched = append(searched, winJoin(comps))
-	case strings.ContainsAny(name, `\/`):
-		dirs := [][]string{cwd}
-		if name[0] == '\\' || name[0] == '/' {
-			dirs = [][]string{nil}
-		}
-		for _, d := range dirs {
-			comps, err := cPath(winJoin(d) + `\` + name)
-			if err != nil {
-				return "", fmt.Errorf("program: %w", err)
-			}
-			if len(comps) == 0 {
-				return "", errInvalid("command line names the program %q, a directory", name)
-			}
-			if p, ok := try(comps); ok {
-				return p, nil
-			}
-			searched = append(searched, winJoin(comps))
-		}
 	default:
 		dirs := [][]string{cwd, {"windows", "system32"}, {"windows"}}
 		for _, d := range strings.Split(path, ";") {

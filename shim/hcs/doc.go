@@ -26,7 +26,7 @@
 //	update.go   Modify: a running container's limits, refusals named
 //	terminate.go terminates carried on until the system stops
 //	process.go  compute.Process: exit handling, Signal, Kill, console;
-//	            stdio copied by shim/relay
+//	            stdio copied by shim/relay, its end kept by shim/procexit
 //	record.go   the per-system record of what it holds, for Open
 //
 // The Windows tests (hcs_windows_test.go) need no HCS: they call the

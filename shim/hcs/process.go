@@ -11,6 +11,7 @@ import (
 	"github.com/containerd/log"
 
 	"github.com/winproc/winproc/shim/compute"
+	"github.com/winproc/winproc/shim/procexit"
 	"github.com/winproc/winproc/shim/relay"
 )
 
@@ -18,24 +19,19 @@ import (
 //
 // One goroutine (wait) owns the handle's Wait: when it returns, the
 // exit code is read, output is drained for at most the backend's drain
-// timeout, and done is closed.
+// timeout, and the exit is done.
 type process struct {
 	sys      *system
 	hp       hcsProcess
 	pid      int
 	terminal bool
 	relay    *relay.Relay
-
-	exited chan struct{} // closed once HCS reported the exit
-	done   chan struct{} // closed once exited and the output is drained
+	exit     *procexit.Exit // exited once HCS reported the exit
 
 	watchOnce sync.Once // watchExit runs once
 
-	mu      sync.Mutex
-	closed  bool
-	lost    bool // its system stopped and HCS never reported its exit
-	code    int
-	exitErr error
+	mu   sync.Mutex
+	lost bool // its system stopped and HCS never reported its exit
 }
 
 var _ compute.Process = (*process)(nil)
@@ -46,8 +42,7 @@ func newProcess(s *system, hp hcsProcess, ps *compute.ProcessSettings, stdin io.
 		hp:       hp,
 		pid:      hp.Pid(),
 		terminal: ps.Terminal,
-		exited:   make(chan struct{}),
-		done:     make(chan struct{}),
+		exit:     procexit.New(hp.Pid()),
 	}
 	logger := log.L.WithFields(log.Fields{"id": s.id, "pid": p.pid})
 	closeStdin := func() error {
@@ -69,22 +64,13 @@ func (p *process) wait() {
 	code, cerr := p.hp.ExitCode()
 	f := p.sys.b.api.facts(werr)
 	p.mu.Lock()
-	p.code, p.exitErr = processExit(p.pid, werr, f, code, cerr, p.closed, p.lost)
+	lost := p.lost
 	p.mu.Unlock()
-	close(p.exited)
+	p.exit.Record(processExit(p.pid, werr, f, code, cerr, p.exit.Closed(), lost))
 	p.sys.forget(p)
 	p.relay.CloseStdinPipe()
-
-	t := time.NewTimer(p.sys.b.drain)
-	select {
-	case <-p.relay.OutputDone():
-	case <-t.C:
-		log.L.WithFields(log.Fields{"id": p.sys.id, "pid": p.pid, "timeout": p.sys.b.drain}).
-			Warn("process output still open after its exit (held by a process it started?); no longer copied")
-		p.relay.CloseOutput()
-	}
-	t.Stop()
-	close(p.done)
+	p.relay.Drain(p.sys.b.drain)
+	p.exit.Done()
 }
 
 // processExit reads the end of Process.Wait and Process.ExitCode: the exit
@@ -116,7 +102,7 @@ func processExit(pid int, werr error, wf errFacts, code int, cerr error, closed,
 // and the exit is recorded as lost.
 func (p *process) systemStopped() {
 	select {
-	case <-p.exited:
+	case <-p.exit.Exited():
 		return
 	default:
 	}
@@ -128,7 +114,7 @@ func (p *process) systemStopped() {
 	t := time.NewTimer(p.sys.b.lostProcessTimeout)
 	defer t.Stop()
 	select {
-	case <-p.exited:
+	case <-p.exit.Exited():
 	case <-t.C:
 		p.mu.Lock()
 		p.lost = true
@@ -141,23 +127,6 @@ func (p *process) systemStopped() {
 }
 
 func (p *process) Pid() int { return p.pid }
-
-// check fails for a process that has exited (NotFound) or was closed
-// (FailedPrecondition).
-func (p *process) check() error {
-	p.mu.Lock()
-	closed := p.closed
-	p.mu.Unlock()
-	if closed {
-		return fmt.Errorf("process %d has been closed: %w", p.pid, errdefs.ErrFailedPrecondition)
-	}
-	select {
-	case <-p.exited:
-		return fmt.Errorf("process %d has exited: %w", p.pid, errdefs.ErrNotFound)
-	default:
-		return nil
-	}
-}
 
 func (p *process) fail(what string, err error) error {
 	return classify(fmt.Sprintf("%s process %d in compute system %s", what, p.pid, p.sys.id), err, p.sys.b.api.facts(err))
@@ -179,7 +148,7 @@ func (p *process) Signal(ctx context.Context, s compute.Signal) error {
 	if !ok {
 		return invalid("process %d: %v is not a console control event", p.pid, s)
 	}
-	if err := p.check(); err != nil {
+	if err := p.exit.Check(); err != nil {
 		return err
 	}
 	if err := p.hp.Signal(ctx, name); err != nil {
@@ -192,7 +161,7 @@ func (p *process) Signal(ctx context.Context, s compute.Signal) error {
 // when HCS says the process has already stopped, or the notification of
 // the kill does not come, HCS is asked for the exit (watchExit).
 func (p *process) Kill(ctx context.Context) error {
-	if err := p.check(); err != nil {
+	if err := p.exit.Check(); err != nil {
 		return err
 	}
 	if err := p.hp.Kill(ctx); err != nil {
@@ -215,7 +184,7 @@ func (p *process) watchExit() {
 	for range exitChecks {
 		t := time.NewTimer(wait)
 		select {
-		case <-p.exited:
+		case <-p.exit.Exited():
 			t.Stop()
 			return
 		case <-t.C:
@@ -238,23 +207,14 @@ func (p *process) watchExit() {
 
 // Wait is closed once the process has exited and its output has been
 // copied, or the drain timeout passed.
-func (p *process) Wait() <-chan struct{} { return p.done }
+func (p *process) Wait() <-chan struct{} { return p.exit.Wait() }
 
 // ExitCode is the exit code once Wait is closed.
-func (p *process) ExitCode() (int, error) {
-	select {
-	case <-p.done:
-	default:
-		return -1, fmt.Errorf("process %d has not exited: %w", p.pid, errdefs.ErrFailedPrecondition)
-	}
-	p.mu.Lock()
-	defer p.mu.Unlock()
-	return p.code, p.exitErr
-}
+func (p *process) ExitCode() (int, error) { return p.exit.ExitCode() }
 
 // ResizeConsole is HcsModifyProcess with a console size.
 func (p *process) ResizeConsole(ctx context.Context, width, height uint16) error {
-	if err := p.check(); err != nil {
+	if err := p.exit.Check(); err != nil {
 		return err
 	}
 	if !p.terminal {
@@ -269,13 +229,9 @@ func (p *process) ResizeConsole(ctx context.Context, width, height uint16) error
 // Close stops the copies and closes the process's pipes and its handle
 // (HcsCloseProcess). It neither kills nor waits.
 func (p *process) Close() error {
-	p.mu.Lock()
-	if p.closed {
-		p.mu.Unlock()
+	if !p.exit.Close() {
 		return nil
 	}
-	p.closed = true
-	p.mu.Unlock()
 	p.relay.CloseStdinPipe()
 	p.relay.CloseOutput()
 	if err := p.hp.Close(); err != nil && !p.sys.b.api.facts(err).AlreadyClosed {

@@ -1,9 +1,7 @@
 package imagecheck
 
 import (
-	"bytes"
 	"context"
-	"encoding/json"
 	"errors"
 	"strings"
 	"sync"
@@ -13,9 +11,9 @@ import (
 	"github.com/containerd/containerd/v2/plugins/content/local"
 	"github.com/containerd/errdefs"
 	"github.com/containerd/log"
-	"github.com/opencontainers/go-digest"
 	ocispec "github.com/opencontainers/image-spec/specs-go/v1"
 
+	"github.com/winproc/winproc/internal/contenttest"
 	"github.com/winproc/winproc/winbuild"
 )
 
@@ -42,18 +40,8 @@ func (r records) ImageTarget(_ context.Context, name string) (ocispec.Descriptor
 	return d, nil
 }
 
-func write(t *testing.T, store content.Store, mediaType string, v any) ocispec.Descriptor {
-	t.Helper()
-	b, err := json.Marshal(v)
-	if err != nil {
-		t.Fatal(err)
-	}
-	desc := ocispec.Descriptor{MediaType: mediaType, Digest: digest.FromBytes(b), Size: int64(len(b))}
-	if err := content.WriteBlob(context.Background(), store, desc.Digest.String(), bytes.NewReader(b), desc); err != nil {
-		t.Fatal(err)
-	}
-	return desc
-}
+// write writes a value as JSON to the content store.
+var write = contenttest.JSON
 
 func manifest(t *testing.T, store content.Store, osVersion string) ocispec.Descriptor {
 	cfg := write(t, store, ocispec.MediaTypeImageConfig, ocispec.Image{Platform: ocispec.Platform{OS: "windows", Architecture: "amd64", OSVersion: osVersion}})

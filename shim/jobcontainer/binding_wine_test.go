@@ -4,7 +4,6 @@ package jobcontainer
 
 import (
 	"context"
-	"strings"
 	"testing"
 	"time"
 
@@ -31,11 +30,7 @@ func TestJobObjectsUnderWine(t *testing.T) {
 		t.Run(tc.Name, func(t *testing.T) {
 			exe := winetest.BuildTests(ctx, t, dir, tc.Name, tc.Flags...)
 			cmd := winetest.Command(ctx, t, prefix, exe, "-test.run", "^TestUnderWine", "-test.v")
-			out, err := cmd.CombinedOutput()
-			if code, cerr := winetest.ExitCode(err); cerr != nil || code != 0 || !strings.Contains(string(out), "--- PASS: TestUnderWineKillOnJobClose") {
-				t.Fatalf("the Windows tests under Wine: %v\n%s", err, out)
-			}
-			t.Logf("under Wine:\n%s", out)
+			winetest.RunTests(t, "the Windows tests", cmd, "TestUnderWineKillOnJobClose")
 		})
 	}
 }

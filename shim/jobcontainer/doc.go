@@ -16,7 +16,7 @@
 // only call: one function per binding method (binding.go). host_windows.go
 // adds hcsshim's layer functions (shim/scratch) and the file system. Every
 // decision is platform-neutral and tested on Linux against a fake of the
-// host (fake_test.go):
+// host (fake_test.go, fake_process_test.go, fake_users_test.go):
 //
 //	backend.go  Create (job, limits, rootfs, mapped directories, undo),
 //	            Open, the record of what a container holds (shim/record)
@@ -30,7 +30,8 @@
 //	orphans.go  what dead shims left; the check of a record before it is
 //	            acted on: only names and paths the backend makes
 //	users.go    ProcessSettings.User to a logon token
-//	process.go  compute.Process: exit, console events, kill, console size
+//	process.go  compute.Process: exit (its end kept by shim/procexit, as
+//	            the HCS backend's), console events, kill, console size
 //	stats.go    job accounting and process records to compute.Stats
 //	errors.go   Windows errors to errdefs classes
 //

@@ -4,12 +4,12 @@ import (
 	"context"
 	"fmt"
 	"sync"
-	"time"
 
 	"github.com/containerd/errdefs"
 	"github.com/containerd/log"
 
 	"github.com/winproc/winproc/shim/compute"
+	"github.com/winproc/winproc/shim/procexit"
 	"github.com/winproc/winproc/shim/relay"
 )
 
@@ -17,26 +17,19 @@ import (
 //
 // One goroutine (wait) waits for the process's exit or for Close (an
 // event), reads the exit code, drains the output for at most the
-// backend's drain timeout, closes the handles and then done. The handles
-// are used under hmu for reading and closed under it for writing.
+// backend's drain timeout, closes the handles and then is done. The
+// handles are used under hmu for reading and closed under it for writing.
 type process struct {
 	sys      *system
 	pid      int
 	terminal bool
 	relay    *relay.Relay
+	exit     *procexit.Exit // done once exited, drained and the handles closed
 
 	hmu     sync.RWMutex
 	h       handle // the process; 0 once closed
 	cancel  handle // the event Close sets
 	console handle // the pseudo console of a Terminal process, or 0
-
-	exited chan struct{} // closed once the exit is known
-	done   chan struct{} // closed once exited, drained and the handles closed
-
-	mu      sync.Mutex
-	closed  bool
-	code    int
-	exitErr error
 }
 
 var _ compute.Process = (*process)(nil)
@@ -50,21 +43,7 @@ func (p *process) wait() {
 	if exited && werr == nil {
 		code, cerr = host.exitCode(p.h)
 	}
-	p.mu.Lock()
-	switch {
-	case werr != nil:
-		p.exitErr = fmt.Errorf("process %d: waiting for its exit: %w: %w", p.pid, werr, errdefs.ErrUnavailable)
-	case !exited:
-		p.exitErr = fmt.Errorf("process %d: closed before it exited: %w", p.pid, errdefs.ErrFailedPrecondition)
-	case cerr != nil:
-		p.exitErr = fmt.Errorf("process %d: exit code: %w: %w", p.pid, cerr, errdefs.ErrUnavailable)
-	default:
-		// The 32-bit exit status, unsigned: a crash's NTSTATUS such as
-		// 0xC0000005 reaches containerd whole.
-		p.code = int(code)
-	}
-	p.mu.Unlock()
-	close(p.exited)
+	p.exit.Record(processExit(p.pid, exited, werr, code, cerr))
 	p.sys.forget(p)
 	p.relay.CloseStdinPipe()
 	p.hmu.Lock()
@@ -76,15 +55,7 @@ func (p *process) wait() {
 	}
 	p.hmu.Unlock()
 
-	t := time.NewTimer(p.sys.b.drain)
-	select {
-	case <-p.relay.OutputDone():
-	case <-t.C:
-		log.L.WithFields(log.Fields{"id": p.sys.id, "pid": p.pid, "timeout": p.sys.b.drain}).
-			Warn("process output still open after its exit (held by a process it started?); no longer copied")
-		p.relay.CloseOutput()
-	}
-	t.Stop()
+	p.relay.Drain(p.sys.b.drain)
 
 	p.hmu.Lock()
 	for _, h := range []handle{p.h, p.cancel} {
@@ -94,7 +65,23 @@ func (p *process) wait() {
 	}
 	p.h, p.cancel = 0, 0
 	p.hmu.Unlock()
-	close(p.done)
+	p.exit.Done()
+}
+
+// processExit reads the end of waitProcess and exitCode: the exit code,
+// or why there is none; exited is false when Close ended the wait.
+func processExit(pid int, exited bool, werr error, code uint32, cerr error) (int, error) {
+	switch {
+	case werr != nil:
+		return -1, fmt.Errorf("process %d: waiting for its exit: %w: %w", pid, werr, errdefs.ErrUnavailable)
+	case !exited:
+		return -1, fmt.Errorf("process %d: closed before it exited: %w", pid, errdefs.ErrFailedPrecondition)
+	case cerr != nil:
+		return -1, fmt.Errorf("process %d: exit code: %w: %w", pid, cerr, errdefs.ErrUnavailable)
+	}
+	// The 32-bit exit status, unsigned: a crash's NTSTATUS such as
+	// 0xC0000005 reaches containerd whole.
+	return int(code), nil
 }
 
 // systemStopped runs when the job had no process left while this one was
@@ -108,28 +95,11 @@ func (p *process) systemStopped() {
 
 func (p *process) Pid() int { return p.pid }
 
-// check fails for a process that was closed (FailedPrecondition) or has
-// exited (NotFound).
-func (p *process) check() error {
-	p.mu.Lock()
-	closed := p.closed
-	p.mu.Unlock()
-	if closed {
-		return fmt.Errorf("process %d has been closed: %w", p.pid, errdefs.ErrFailedPrecondition)
-	}
-	select {
-	case <-p.exited:
-		return fmt.Errorf("process %d has exited: %w", p.pid, errdefs.ErrNotFound)
-	default:
-		return nil
-	}
-}
-
 // withHandle runs f with the process handle, held against its closing.
 func (p *process) withHandle(f func(h handle) error) error {
 	p.hmu.RLock()
 	defer p.hmu.RUnlock()
-	if err := p.check(); err != nil {
+	if err := p.exit.Check(); err != nil {
 		return err
 	}
 	return f(p.h)
@@ -139,7 +109,7 @@ func (p *process) withHandle(f func(h handle) error) error {
 // is NotFound.
 func (p *process) fail(what string, err error) error {
 	select {
-	case <-p.exited:
+	case <-p.exit.Exited():
 		return fmt.Errorf("%s process %d: it has exited: %w", what, p.pid, errdefs.ErrNotFound)
 	default:
 	}
@@ -189,22 +159,10 @@ func (p *process) Kill(ctx context.Context) error {
 
 // Wait is closed once the process has exited and its output has been
 // copied, or the drain timeout passed.
-func (p *process) Wait() <-chan struct{} { return p.done }
+func (p *process) Wait() <-chan struct{} { return p.exit.Wait() }
 
 // ExitCode is the exit code once Wait is closed.
-func (p *process) ExitCode() (int, error) {
-	select {
-	case <-p.done:
-	default:
-		return -1, fmt.Errorf("process %d has not exited: %w", p.pid, errdefs.ErrFailedPrecondition)
-	}
-	p.mu.Lock()
-	defer p.mu.Unlock()
-	if p.exitErr != nil {
-		return -1, p.exitErr
-	}
-	return p.code, nil
-}
+func (p *process) ExitCode() (int, error) { return p.exit.ExitCode() }
 
 // ResizeConsole is ResizePseudoConsole.
 func (p *process) ResizeConsole(ctx context.Context, width, height uint16) error {
@@ -231,13 +189,9 @@ func (p *process) ResizeConsole(ctx context.Context, width, height uint16) error
 // reading end of the console's output, so what the process writes has
 // nowhere to go. The shim closes a process only after its exit.
 func (p *process) Close() error {
-	p.mu.Lock()
-	if p.closed {
-		p.mu.Unlock()
+	if !p.exit.Close() {
 		return nil
 	}
-	p.closed = true
-	p.mu.Unlock()
 	p.relay.CloseStdinPipe()
 	p.relay.CloseOutput()
 	p.hmu.RLock()

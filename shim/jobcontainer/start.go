@@ -13,6 +13,7 @@ import (
 	"github.com/winproc/winproc/internal/validation"
 	"github.com/winproc/winproc/shim/compute"
 	"github.com/winproc/winproc/shim/hostprocess"
+	"github.com/winproc/winproc/shim/procexit"
 	"github.com/winproc/winproc/shim/relay"
 )
 
@@ -137,8 +138,7 @@ func (s *system) launch(ctx context.Context, ps *compute.ProcessSettings, params
 				h:        started.process,
 				cancel:   cancel,
 				console:  st.console,
-				exited:   make(chan struct{}),
-				done:     make(chan struct{}),
+				exit:     procexit.New(int(started.pid)),
 			}
 			if err = s.track(p); err == nil {
 				if err = host.resumeThread(started.thread); err != nil {

@@ -1,9 +1,7 @@
 package pauseimage
 
 import (
-	"bytes"
 	"context"
-	"encoding/json"
 	"errors"
 	"strings"
 	"testing"
@@ -15,6 +13,7 @@ import (
 	"github.com/opencontainers/image-spec/identity"
 	ocispec "github.com/opencontainers/image-spec/specs-go/v1"
 
+	"github.com/winproc/winproc/internal/contenttest"
 	"github.com/winproc/winproc/winbuild"
 )
 
@@ -28,18 +27,8 @@ func (r records) ImageTarget(_ context.Context, name string) (ocispec.Descriptor
 	return d, nil
 }
 
-func write(t *testing.T, store content.Store, mediaType string, v any) ocispec.Descriptor {
-	t.Helper()
-	b, err := json.Marshal(v)
-	if err != nil {
-		t.Fatal(err)
-	}
-	desc := ocispec.Descriptor{MediaType: mediaType, Digest: digest.FromBytes(b), Size: int64(len(b))}
-	if err := content.WriteBlob(context.Background(), store, desc.Digest.String(), bytes.NewReader(b), desc); err != nil {
-		t.Fatal(err)
-	}
-	return desc
-}
+// write writes a value as JSON to the content store.
+var write = contenttest.JSON
 
 var diffIDs = []digest.Digest{digest.FromString("base"), digest.FromString("pause")}
 

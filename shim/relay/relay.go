@@ -8,6 +8,7 @@ import (
 	"errors"
 	"io"
 	"sync"
+	"time"
 
 	"github.com/containerd/log"
 )
@@ -134,6 +135,21 @@ func (r *Relay) CloseOutput() {
 
 // OutputDone is closed when both output copies have ended.
 func (r *Relay) OutputDone() <-chan struct{} { return r.outputDone }
+
+// Drain waits, after the process's exit, for its output copies to end,
+// for at most timeout; then it closes the output pipes: a process the
+// exited one started may hold them open for ever.
+func (r *Relay) Drain(timeout time.Duration) {
+	t := time.NewTimer(timeout)
+	defer t.Stop()
+	select {
+	case <-r.outputDone:
+	case <-t.C:
+		r.log.WithField("timeout", timeout).
+			Warn("process output still open after its exit (held by a process it started?); no longer copied")
+		r.CloseOutput()
+	}
+}
 
 // HasStdin reports whether the process's stdin is connected.
 func (r *Relay) HasStdin() bool { return r.in != nil }

@@ -137,5 +137,42 @@ func TestRelayCloseStdinErrors(t *testing.T) {
 	}
 }
 
+func TestRelayDrain(t *testing.T) {
+	for _, tc := range []struct {
+		name     string
+		closeOut bool // the process's last writer ends the output
+		wantFast bool // Drain returns before its timeout
+	}{
+		{name: "output ends", closeOut: true, wantFast: true},
+		{name: "output held open", closeOut: false, wantFast: false},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			outR, outW := io.Pipe()
+			t.Cleanup(func() { outW.Close() })
+			var stdout syncbuffer.Buffer
+			r := Start(nil, outR, nil, nil, &stdout, nil, nil, log.L)
+			io.WriteString(outW, "last words")
+			if tc.closeOut {
+				outW.Close()
+			}
+			const timeout = 300 * time.Millisecond
+			start := time.Now()
+			r.Drain(timeout)
+			took := time.Since(start)
+			if fast := took < timeout; fast != tc.wantFast {
+				t.Errorf("Drain took %v with a timeout of %v", took, timeout)
+			}
+			// Either way the copies have ended and the pipes are closed.
+			within(t, r.OutputDone(), "output done after Drain")
+			if _, err := outW.Write([]byte("x")); !errors.Is(err, io.ErrClosedPipe) {
+				t.Errorf("stdout pipe still open after Drain: %v", err)
+			}
+			if stdout.String() != "last words" {
+				t.Errorf("stdout %q", stdout.String())
+			}
+		})
+	}
+}
+
 // within and notWithin wait as every package's tests do.
 var within, notWithin = testwait.Within, testwait.NotWithin

@@ -20,25 +20,24 @@ import (
 	"github.com/winproc/winproc/snapshotter/layermount"
 )
 
-// FuzzFromSpec translates fuzzed OCI specs, given as JSON as containerd
-// writes config.json, with a fuzzed rootfs mount (none when rootfsType is
-// empty; options split at newlines). The translation must not panic, must
-// refuse with errdefs.ErrInvalidArgument only, and what it accepts must hold
-// the invariants the shim and the backends rely on; ProcessFromSpec and
-// ResourcesFromSpec must agree with it.
-func FuzzFromSpec(f *testing.F) {
-	type seed struct {
-		change       func(*specs.Spec)
-		rootfs       []mount.Mount
-		useBaseLayer bool
-	}
+// fromSpecSeed is a seed of FuzzFromSpec: a change to baseSpec and the
+// rootfs, or baseSpec's own layer.
+type fromSpecSeed struct {
+	change       func(*specs.Spec)
+	rootfs       []mount.Mount
+	useBaseLayer bool
+}
+
+// fromSpecSeeds are FuzzFromSpec's seeds: specs FromSpec accepts (settings
+// tests') and a sample of those it refuses.
+func fromSpecSeeds(f *testing.F) []fromSpecSeed {
 	containerd, err := oci.GenerateSpecWithPlatform(context.Background(), nil, "windows/amd64", &containers.Container{ID: "c1"},
 		oci.WithProcessArgs("cmd", "/c", "echo hi"), oci.WithProcessCwd(`C:\work`), oci.WithEnv([]string{"A=1"}),
 		oci.WithUser("ContainerAdministrator"), oci.WithHostname("pod"), oci.WithWindowsNetworkNamespace("ns-guid"), oci.WithTTY)
 	if err != nil {
 		f.Fatal(err)
 	}
-	seeds := []seed{
+	return []fromSpecSeed{
 		// Accepted: settings_test.go's specs.
 		{useBaseLayer: true},
 		{change: func(s *specs.Spec) { *s = *containerd }, useBaseLayer: true},
@@ -120,7 +119,16 @@ func FuzzFromSpec(f *testing.F) {
 			s.Process.Terminal, s.Process.ConsoleSize = true, &specs.Box{Width: 70000, Height: 30}
 		}, useBaseLayer: true},
 	}
-	for i, sd := range seeds {
+}
+
+// FuzzFromSpec translates fuzzed OCI specs, given as JSON as containerd
+// writes config.json, with a fuzzed rootfs mount (none when rootfsType is
+// empty; options split at newlines). The translation must not panic, must
+// refuse with errdefs.ErrInvalidArgument only, and what it accepts must hold
+// the invariants the shim and the backends rely on; ProcessFromSpec and
+// ResourcesFromSpec must agree with it.
+func FuzzFromSpec(f *testing.F) {
+	for i, sd := range fromSpecSeeds(f) {
 		spec := baseSpec()
 		if sd.change != nil {
 			sd.change(spec)
@@ -140,53 +148,58 @@ func FuzzFromSpec(f *testing.F) {
 		f.Add(data, typ, source, options, uint8(1+i%8))
 	}
 
-	f.Fuzz(func(t *testing.T, data []byte, rootfsType, rootfsSource, rootfsOptions string, cpus uint8) {
-		var spec specs.Spec
-		if json.Unmarshal(data, &spec) != nil {
-			t.Skip()
-		}
-		var rootfs []mount.Mount
-		if rootfsType != "" {
-			var opts []string
-			if rootfsOptions != "" {
-				opts = strings.Split(rootfsOptions, "\n")
-			}
-			rootfs = []mount.Mount{{Type: rootfsType, Source: rootfsSource, Options: opts}}
-		}
-		hostCPUs := int(cpus)
+	f.Fuzz(checkFromSpec)
+}
 
-		s, p, err := FromSpec(&spec, rootfs, hostCPUs)
-		if err != nil {
-			if !errdefs.IsInvalidArgument(err) || s != nil || p != nil {
-				t.Fatalf("FromSpec = %v, %v, %v; want only an invalid argument error", s, p, err)
-			}
-			return
+// checkFromSpec checks FromSpec on one input: a refusal is InvalidArgument
+// alone; accepted settings keep every rule, and the exec and update
+// translations agree with it.
+func checkFromSpec(t *testing.T, data []byte, rootfsType, rootfsSource, rootfsOptions string, cpus uint8) {
+	var spec specs.Spec
+	if json.Unmarshal(data, &spec) != nil {
+		t.Skip()
+	}
+	var rootfs []mount.Mount
+	if rootfsType != "" {
+		var opts []string
+		if rootfsOptions != "" {
+			opts = strings.Split(rootfsOptions, "\n")
 		}
-		if hostCPUs < 1 {
-			t.Fatalf("FromSpec accepted %d host processors", hostCPUs)
-		}
-		checkLayers(t, s.Layers, rootfs, spec.Windows.LayerFolders)
-		checkResources(t, s.Resources, hostCPUs)
-		checkMounts(t, s.MappedDirectories, s.MappedPipes, len(spec.Mounts))
-		checkSettings(t, s, &spec)
-		checkProcess(t, p, spec.Process)
+		rootfs = []mount.Mount{{Type: rootfsType, Source: rootfsSource, Options: opts}}
+	}
+	hostCPUs := int(cpus)
 
-		// The exec and update translations follow the same rules.
-		p2, err := ProcessFromSpec(spec.Process)
-		if err != nil || !reflect.DeepEqual(p2, p) {
-			t.Fatalf("ProcessFromSpec = %#v, %v; FromSpec gave %#v", p2, err, p)
+	s, p, err := FromSpec(&spec, rootfs, hostCPUs)
+	if err != nil {
+		if !errdefs.IsInvalidArgument(err) || s != nil || p != nil {
+			t.Fatalf("FromSpec = %v, %v, %v; want only an invalid argument error", s, p, err)
 		}
-		res := spec.Windows.Resources
-		r, err := ResourcesFromSpec(res, hostCPUs)
-		if res != nil && res.Storage != nil && res.Storage.SandboxSize != nil {
-			// The system drive's size is fixed at creation.
-			if !errdefs.IsInvalidArgument(err) || *res.Storage.SandboxSize != s.SandboxSizeBytes {
-				t.Fatalf("ResourcesFromSpec with a sandbox size = %v", err)
-			}
-		} else if err != nil || !reflect.DeepEqual(r, s.Resources) || s.SandboxSizeBytes != 0 {
-			t.Fatalf("ResourcesFromSpec = %#v, %v; FromSpec gave %#v", r, err, s.Resources)
+		return
+	}
+	if hostCPUs < 1 {
+		t.Fatalf("FromSpec accepted %d host processors", hostCPUs)
+	}
+	checkLayers(t, s.Layers, rootfs, spec.Windows.LayerFolders)
+	checkResources(t, s.Resources, hostCPUs)
+	checkMounts(t, s.MappedDirectories, s.MappedPipes, len(spec.Mounts))
+	checkSettings(t, s, &spec)
+	checkProcess(t, p, spec.Process)
+
+	// The exec and update translations follow the same rules.
+	p2, err := ProcessFromSpec(spec.Process)
+	if err != nil || !reflect.DeepEqual(p2, p) {
+		t.Fatalf("ProcessFromSpec = %#v, %v; FromSpec gave %#v", p2, err, p)
+	}
+	res := spec.Windows.Resources
+	r, err := ResourcesFromSpec(res, hostCPUs)
+	if res != nil && res.Storage != nil && res.Storage.SandboxSize != nil {
+		// The system drive's size is fixed at creation.
+		if !errdefs.IsInvalidArgument(err) || *res.Storage.SandboxSize != s.SandboxSizeBytes {
+			t.Fatalf("ResourcesFromSpec with a sandbox size = %v", err)
 		}
-	})
+	} else if err != nil || !reflect.DeepEqual(r, s.Resources) || s.SandboxSizeBytes != 0 {
+		t.Fatalf("ResourcesFromSpec = %#v, %v; FromSpec gave %#v", r, err, s.Resources)
+	}
 }
 
 func checkLayers(t *testing.T, l compute.Layers, rootfs []mount.Mount, folders []string) {

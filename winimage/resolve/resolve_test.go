@@ -1,9 +1,7 @@
 package resolve
 
 import (
-	"bytes"
 	"context"
-	"encoding/json"
 	"errors"
 	"testing"
 
@@ -13,26 +11,13 @@ import (
 	"github.com/opencontainers/go-digest"
 	ocispec "github.com/opencontainers/image-spec/specs-go/v1"
 
+	"github.com/winproc/winproc/internal/contenttest"
 	"github.com/winproc/winproc/winbuild"
 )
 
-func writeBlob(t *testing.T, store content.Store, mediaType string, b []byte) ocispec.Descriptor {
-	t.Helper()
-	desc := ocispec.Descriptor{MediaType: mediaType, Digest: digest.FromBytes(b), Size: int64(len(b))}
-	if err := content.WriteBlob(context.Background(), store, desc.Digest.String(), bytes.NewReader(b), desc); err != nil {
-		t.Fatal(err)
-	}
-	return desc
-}
-
-func write(t *testing.T, store content.Store, mediaType string, v any) ocispec.Descriptor {
-	t.Helper()
-	b, err := json.Marshal(v)
-	if err != nil {
-		t.Fatal(err)
-	}
-	return writeBlob(t, store, mediaType, b)
-}
+// writeBlob and write write a blob, and a value as JSON, to the content
+// store.
+var writeBlob, write = contenttest.Blob, contenttest.JSON
 
 // manifest writes a windows/amd64 manifest whose config declares
 // configVersion; its descriptor's platform says indexVersion, as an index

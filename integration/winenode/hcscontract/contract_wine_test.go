@@ -5,7 +5,6 @@ package hcscontract
 import (
 	"context"
 	"path/filepath"
-	"strings"
 	"testing"
 	"time"
 
@@ -27,12 +26,6 @@ func TestStandinHCSContractUnderWine(t *testing.T) {
 	}
 	exe := winetest.BuildTests(ctx, t, dir, "hcscontract")
 	cmd := winetest.Command(ctx, t, prefix, exe, "-test.v", "-test.count=1")
-	cmd.Env = append(cmd.Env, StandinEnv+"="+winPath(filepath.Join(dir, "computecore.dll")))
-	out, err := cmd.CombinedOutput()
-	if code, cerr := winetest.ExitCode(err); cerr != nil || code != 0 {
-		t.Fatalf("the stand-in HCS's contract under Wine: %v\n%s", err, out)
-	}
-	t.Logf("under Wine:\n%s", out)
+	cmd.Env = append(cmd.Env, StandinEnv+"="+winetest.WinPath(filepath.Join(dir, "computecore.dll")))
+	winetest.RunTests(t, "the stand-in HCS's contract", cmd)
 }
-
-func winPath(p string) string { return "Z:" + strings.ReplaceAll(p, "/", `\`) }

@@ -5,7 +5,6 @@ package layercontract
 import (
 	"context"
 	"path/filepath"
-	"strings"
 	"testing"
 	"time"
 
@@ -26,12 +25,6 @@ func TestStandinLayersContractUnderWine(t *testing.T) {
 	winetest.BuildDLL(ctx, t, src, dll)
 	exe := winetest.BuildTests(ctx, t, dir, "layercontract")
 	cmd := winetest.Command(ctx, t, prefix, exe, "-test.v", "-test.count=1")
-	cmd.Env = append(cmd.Env, standinEnv+"="+winPath(dll), rootEnv+"="+winPath(t.TempDir()))
-	out, err := cmd.CombinedOutput()
-	if code, cerr := winetest.ExitCode(err); cerr != nil || code != 0 {
-		t.Fatalf("the stand-in vmcompute.dll's contract under Wine: %v\n%s", err, out)
-	}
-	t.Logf("under Wine:\n%s", out)
+	cmd.Env = append(cmd.Env, standinEnv+"="+winetest.WinPath(dll), rootEnv+"="+winetest.WinPath(t.TempDir()))
+	winetest.RunTests(t, "the stand-in vmcompute.dll's contract", cmd)
 }
-
-func winPath(p string) string { return "Z:" + strings.ReplaceAll(p, "/", `\`) }
