@@ -65,8 +65,10 @@ func (s *system) wait() {
 	for p := range s.procs {
 		procs = append(procs, p)
 	}
-	s.mu.Unlock()
+	// done closes under the lock, so a process tracked after the snapshot
+	// above sees it closed and is stopped by track, not left out.
 	close(s.done)
+	s.mu.Unlock()
 
 	if s.stopped {
 		for _, p := range procs {
