@@ -11,8 +11,8 @@
  * (vmcompute.c) made for the scratch named by the document's
  * Storage.Path. Every C:\ in a process's command line and working
  * directory is read as a path in that directory; a program named without
- * a directory is looked for there first; a mapped directory is a Linux
- * symbolic link in it. Each document a system is created with is kept in
+ * a directory is looked for there first; a mapped directory or file is a
+ * Linux symbolic link in it, the directories above it made if missing. Each document a system is created with is kept in
  * C:\ProgramData\winproc-standins\documents\<id>.json, each process's
  * parameters in <id>-process-<pid>.json.
  *
@@ -104,10 +104,28 @@ sys_t *system_find(const WCHAR *id)
 
 BOOL systems_any(void) { return systems != NULL; }
 
-/* map_directories makes each of the document's MappedDirectories a
- * Linux symbolic link at its container path in the volume, which Wine
- * follows as a directory; the links go when the system exits (a link left
- * in a scratch would lead a removal into the host's directory). */
+/* make_parents makes the directories of path below the volume's
+ * directory that are missing. HCS maps a file or directory at a container
+ * path whose directories the image lacks: runhcs passes a mount's
+ * destination unchanged (hcsshim internal/hcsoci hcsdoc_wcow.go
+ * createMountsConfig, which also maps single files: "HCS has a bug where
+ * it does not correctly resolve file (not dir) paths"), and the kubelet
+ * mounts every container's termination log at C:\dev\termination-log
+ * (k8s.io/kubernetes pkg/kubelet/kuberuntime makeMounts), a directory no
+ * Windows base image has. */
+static void make_parents(const WCHAR *volume, WCHAR *path)
+{
+    for (WCHAR *p = path + wcslen(volume) + 1; (p = wcschr(p, L'\\')); p++) {
+        *p = 0;
+        CreateDirectoryW(path, NULL);
+        *p = L'\\';
+    }
+}
+
+/* map_directories makes each of the document's MappedDirectories, a
+ * directory or a file, a Linux symbolic link at its container path in the
+ * volume, which Wine follows; the links go when the system exits (a link
+ * left in a scratch would lead a removal into the host's directory). */
 static void map_directories(sys_t *s, const WCHAR *config)
 {
     const WCHAR *p = wcsstr(config, L"\"MappedDirectories\":[");
@@ -121,6 +139,8 @@ static void map_directories(sys_t *s, const WCHAR *config)
             break;
         json_read(c + wcslen(L"\"ContainerPath\":"), where, MAX_PATH);
         container_path(s->volume, where, link, MAX_PATH);
+        if (wcslen(link) > wcslen(s->volume))
+            make_parents(s->volume, link);
         uh = standin_unix(host);
         ul = standin_unix(link);
         if (uh && ul && standin_linux2(LINUX_SYMLINK, uh, ul) == 0)
