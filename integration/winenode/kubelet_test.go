@@ -10,6 +10,8 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/winproc/winproc/internal/containerdnames"
 )
 
 // The stock kubelet drives winproc: kubelet.exe, standalone, runs static
@@ -99,6 +101,12 @@ func TestKubeletStaticPods(t *testing.T) {
 		t.Errorf("the kubelet's /pods after the manifests went: %v\n%s", err, out)
 	}
 	n.checkNothingLeft()
+	for _, dir := range []string{containerdnames.ShimStateDirWindows, containerdnames.JobContainerStateDirWindows} {
+		records, _ := filepath.Glob(filepath.Join(n.Path(dir), "*.json"))
+		if len(records) != 0 {
+			t.Errorf("records left in %s: %v", dir, records)
+		}
+	}
 }
 
 // agentManifest is a HostProcess DaemonSet's pod as a static pod: the
