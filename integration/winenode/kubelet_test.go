@@ -63,6 +63,7 @@ func TestKubeletStaticPods(t *testing.T) {
 	}
 
 	writeKubeletCorpus(t, n, &web)
+	checkStatsSummary(t, k, &agent, &web)
 
 	// A failing liveness probe: the kubelet kills the container and
 	// starts it again, and it is ready again. First the probe passes (the
@@ -107,6 +108,53 @@ func TestKubeletStaticPods(t *testing.T) {
 			t.Errorf("records left in %s: %v", dir, records)
 		}
 	}
+}
+
+// checkStatsSummary checks that the kubelet's /stats/summary lists the
+// pods, with their containers' CPU and memory (the figures, from CRI's
+// Windows statistics, are checked on the crictl tiers).
+func checkStatsSummary(t *testing.T, k *Kubelet, pods ...*staticPod) {
+	t.Helper()
+	deadline := time.Now().Add(2 * time.Minute)
+	for {
+		body, err := k.Get("/stats/summary")
+		if err == nil && summaryLists(body, pods) {
+			return
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("the kubelet's /stats/summary does not list the pods' servers in 2 minutes: %v\n%s", err, body)
+		}
+		time.Sleep(2 * time.Second)
+	}
+}
+
+// summaryLists reports whether the summary body lists each pod's server
+// with its CPU and memory.
+func summaryLists(body string, pods []*staticPod) bool {
+	var summary struct {
+		Pods []struct {
+			PodRef     struct{ Name, Namespace string } `json:"podRef"`
+			Containers []struct {
+				Name   string           `json:"name"`
+				CPU    *json.RawMessage `json:"cpu"`
+				Memory *json.RawMessage `json:"memory"`
+			} `json:"containers"`
+		} `json:"pods"`
+	}
+	if json.Unmarshal([]byte(body), &summary) != nil {
+		return false
+	}
+	found := 0
+	for _, p := range pods {
+		for _, s := range summary.Pods {
+			for _, c := range s.Containers {
+				if s.PodRef.Name == p.podName() && s.PodRef.Namespace == p.namespace && c.Name == "server" && c.CPU != nil && c.Memory != nil {
+					found++
+				}
+			}
+		}
+	}
+	return found == len(pods)
 }
 
 // agentManifest is a HostProcess DaemonSet's pod as a static pod: the
