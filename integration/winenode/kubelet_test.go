@@ -86,13 +86,19 @@ func TestKubeletStaticPods(t *testing.T) {
 		p.waitReady(t, 3*time.Minute)
 	}
 
-	// Removing the manifests ends the pods; the kubelet's garbage
-	// collection removes their containers and sandboxes.
+	// Removing the manifests ends the pods gracefully: the servers stop on
+	// the kubelet's stop well within their grace period (a stop that only
+	// ended at the deadline would take it all). The kubelet's garbage
+	// collection then removes their containers and sandboxes.
 	for _, m := range []string{"agent.json", "web.json"} {
 		if err := os.Remove(n.Path(KubeletManifests + `\` + m)); err != nil {
 			t.Fatal(err)
 		}
 	}
+	waitForWithin(t, "the servers' graceful stop", gracePeriod/2, func() bool {
+		running, _, err := n.Crictl("ps", "-q")
+		return err == nil && strings.TrimSpace(running) == ""
+	})
 	waitForWithin(t, "the pods' removal", 4*time.Minute, func() bool {
 		pods, _, err := n.Crictl("pods", "-q")
 		containers, _, err2 := n.Crictl("ps", "-a", "-q")
@@ -188,6 +194,9 @@ func webManifest(port int) string {
 	}.json()
 }
 
+// gracePeriod is the static pods' terminationGracePeriodSeconds.
+const gracePeriod = 2 * time.Minute
+
 // manifest is a static pod's manifest: an init container writing its
 // termination message to terminationLog, and a server on port with an
 // HTTP readiness probe and an exec liveness probe reading aliveFile.
@@ -202,7 +211,7 @@ type manifest struct {
 
 func (m manifest) json() string {
 	spec := m.spec
-	spec["terminationGracePeriodSeconds"] = 10
+	spec["terminationGracePeriodSeconds"] = int(gracePeriod / time.Second)
 	spec["initContainers"] = []any{map[string]any{
 		"name": "setup", "image": m.image, "imagePullPolicy": "Never",
 		"command": []string{"cmd", "/c", "echo", m.name + "-set-up>" + m.terminationLog},
