@@ -113,7 +113,8 @@ wine-test:
 # containerd.exe's own Windows CRI through HostProcess and ordinary pods
 # (with MinGW stand-ins of HCS, HCN, the layer functions and the bind
 # filter), in private Wine prefixes, and the stock kubelet.exe driving
-# static pods through containerd.exe. Some 3 minutes; `test` runs it.
+# static pods through containerd.exe. Some 4 to 7 minutes on 2 cores;
+# `test` runs it.
 .PHONY: wine-node
 wine-node: tools wine
 	$(GO) test -count=1 -p 1 -v $(WINE_NODE_PACKAGES)
