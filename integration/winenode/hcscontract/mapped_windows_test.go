@@ -36,11 +36,13 @@ func TestMappedFileAndDirectory(t *testing.T) {
 		"Owner": "contract", "SchemaVersion": map[string]int{"Major": 2, "Minor": 1},
 		"Container": map[string]any{
 			"Storage": map[string]any{"Layers": []any{}, "Path": vol},
-			// In the schema's order of fields, as hcsshim's
-			// hcsschema.MappedDirectory marshals it.
-			"MappedDirectories": []struct{ HostPath, ContainerPath string }{
-				{logFile, `C:\dev\termination-log`},
-				{data, `C:\var\lib\data`},
+			// The first in the schema's order of fields, as hcsshim's
+			// hcsschema.MappedDirectory marshals it; the second with
+			// its fields the other way round (a JSON object's members
+			// are unordered, RFC 8259 section 4).
+			"MappedDirectories": []any{
+				struct{ HostPath, ContainerPath string }{logFile, `C:\dev\termination-log`},
+				map[string]string{"HostPath": data, "ContainerPath": `C:\var\lib\data`},
 			},
 		},
 	}

@@ -130,13 +130,15 @@ static void map_directories(sys_t *s, const WCHAR *config)
 {
     const WCHAR *p = wcsstr(config, L"\"MappedDirectories\":[");
     const WCHAR *end = p ? wcschr(p, L']') : NULL;
+    const WCHAR *h = p, *c = p;
     WCHAR host[MAX_PATH], where[MAX_PATH], link[MAX_PATH];
-    while (p && end && (p = wcsstr(p, L"\"HostPath\":\"")) && p < end && s->nlinks < 32) {
-        const WCHAR *c = wcsstr(p, L"\"ContainerPath\":\"");
+    /* The n-th HostPath with the n-th ContainerPath: each entry has one of
+     * each, in either order (a JSON object's members are unordered, RFC
+     * 8259 section 4). */
+    while (end && s->nlinks < 32 && (h = wcsstr(h, L"\"HostPath\":\"")) && h < end &&
+           (c = wcsstr(c, L"\"ContainerPath\":\"")) && c < end) {
         char *uh, *ul;
-        json_read(p + wcslen(L"\"HostPath\":"), host, MAX_PATH);
-        if (!c || c > end)
-            break;
+        json_read(h + wcslen(L"\"HostPath\":"), host, MAX_PATH);
         json_read(c + wcslen(L"\"ContainerPath\":"), where, MAX_PATH);
         container_path(s->volume, where, link, MAX_PATH);
         if (wcslen(link) > wcslen(s->volume))
@@ -148,7 +150,8 @@ static void map_directories(sys_t *s, const WCHAR *config)
         else
             HeapFree(GetProcessHeap(), 0, ul);
         HeapFree(GetProcessHeap(), 0, uh);
-        p = c;
+        h++;
+        c++;
     }
 }
 
