@@ -113,21 +113,34 @@ wine-test:
 # as containerd.exe launches it, `winproc doctor`, and crictl.exe driving
 # containerd.exe's own Windows CRI through HostProcess and ordinary pods
 # (with MinGW stand-ins of HCS, HCN, the layer functions and the bind
-# filter), in private Wine prefixes. Some 90 s; `test` runs it.
+# filter), in private Wine prefixes, and the stock kubelet.exe driving
+# static pods through containerd.exe. Some 4 to 7 minutes on 2 cores;
+# `test` runs it.
 .PHONY: wine-node
 wine-node: tools wine
 	$(GO) test -count=1 -p 1 -v $(WINE_NODE_PACKAGES)
 
+# The stock kubelet's tier alone (integration/winenode
+# TestKubeletStaticPods, which `wine-node` runs with the rest; some 75 s):
+# kubelet.exe (build/tools.sh, with build/kubelet-wine.patch) standalone
+# against containerd.exe, running a HostProcess and an ordinary static pod
+# with probes, through to their removal.
+.PHONY: kubelet-node
+kubelet-node: tools wine
+	$(GO) test -count=1 -timeout 20m -v -run '^TestKubeletStaticPods$$' ./integration/winenode/
+
 # The OCI specs containerd's CRI makes for realistic Windows pods, the
 # corpora of the HCS document's differential test against runhcs (shim/hcs
 # document_oracle_test.go, run by `unit`): written by the emulated node's
-# Linux CRI, and by containerd.exe's own Windows CRI on the Windows node
-# under Wine. Rerun after changing the corpus's pods or containerd.
+# Linux CRI, by containerd.exe's own Windows CRI on the Windows node under
+# Wine, and by containerd.exe for the stock kubelet's ordinary static pod
+# there. Rerun after changing the corpus's pods, containerd or the kubelet.
 .PHONY: spec-corpus
 spec-corpus: tools wine
-	rm -f shim/hcs/testdata/corpus/*.json shim/hcs/testdata/corpus-wincri/*.json
+	rm -f shim/hcs/testdata/corpus/*.json shim/hcs/testdata/corpus-wincri/*.json shim/hcs/testdata/corpus-kubelet/*.json
 	WINPROC_WRITE_SPEC_CORPUS=$(CURDIR)/shim/hcs/testdata/corpus $(GO) test -count=1 -v -run '^TestWriteSpecCorpus$$' ./integration/
 	WINPROC_WRITE_WINCRI_SPEC_CORPUS=$(CURDIR)/shim/hcs/testdata/corpus-wincri $(GO) test -count=1 -v -run '^TestWriteWindowsCRISpecCorpus$$' ./integration/winenode/
+	WINPROC_WRITE_KUBELET_SPEC_CORPUS=$(CURDIR)/shim/hcs/testdata/corpus-kubelet $(GO) test -count=1 -timeout 20m -v -run '^TestKubeletStaticPods$$' ./integration/winenode/
 
 # The performance benchmarks and the scale run, not part of `test`: the
 # shim's (resident memory next to containerd's runc shim, task API latency

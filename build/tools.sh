@@ -14,12 +14,18 @@
 # makes Windows container specs as the Windows build does
 # (docs/test-node.md).
 #
+# kubelet.exe in DIR/bin/windows is the stock kubelet built for Windows with
+# build/kubelet-wine.patch, which only works around what Wine lacks; the
+# Windows node's kubelet tier runs it standalone against containerd.exe
+# (docs/test-node.md).
+#
 # usage: tools.sh DIR
 set -euo pipefail
 
 dir=${1:?usage: tools.sh DIR}
 containerd_version=v2.4.2
 crictl_version=v1.36.0
+kubernetes_version=v1.37.2
 # The version containerd v2.4.2 itself requires.
 cni_plugins_version=v1.9.1
 mkdir -p "$dir/bin"
@@ -117,4 +123,37 @@ if ! stamp crictl $crictl_version || ! stamp windows/crictl.exe $crictl_version;
 	(cd "$src" && GOOS=windows GOARCH=amd64 go build -trimpath -ldflags "$ldflags" -o "$dir/bin/windows/crictl.exe" ./cmd/crictl)
 	mark crictl $crictl_version
 	mark windows/crictl.exe $crictl_version
+fi
+
+# The kubelet: k8s.io/kubernetes from the module proxy, its staging modules
+# (replaced by ./staging/src in its go.mod, which the module zip leaves out)
+# replaced by their published v0.${kubernetes_version#v1.} instead (its go.work,
+# which names ./staging, off), with
+# build/kubelet-wine.patch and the same os.RemoveAll overlay as containerd.exe.
+kpatch=$(cd "$(dirname "$0")" && pwd)/kubelet-wine.patch
+kubelet_version="$kubernetes_version+$(go env GOVERSION)+$(sha256sum "$kpatch" | cut -c1-12)"
+if ! stamp windows/kubelet.exe "$kubelet_version"; then
+	echo "tools: building kubelet $kubernetes_version for Windows with $(basename "$kpatch")"
+	mod=$(GOFLAGS= go mod download -json k8s.io/kubernetes@$kubernetes_version |
+		sed -n 's/^[[:space:]]*"Dir": "\(.*\)",$/\1/p')
+	ksrc=$(mktemp -d)
+	cp -r "$mod/." "$ksrc"
+	chmod -R u+w "$ksrc"
+	staging=v0.${kubernetes_version#v1.}
+	sed -i "s|^\t\(k8s.io/[a-z-]*\) => ./staging/src/k8s.io/[a-z-]*\$|\t\1 => \1 $staging|" "$ksrc/go.mod"
+	if grep -q '=> ./staging' "$ksrc/go.mod"; then
+		echo "tools: a staging replace of k8s.io/kubernetes $kubernetes_version was left; update $0" >&2
+		exit 1
+	fi
+	ovl=$(mktemp -d)
+	windows_overlay "$ovl"
+	minor=${kubernetes_version#v1.}
+	minor=${minor%%.*}
+	ldflags="-X k8s.io/component-base/version.gitVersion=$kubernetes_version -X k8s.io/component-base/version.gitMajor=1 -X k8s.io/component-base/version.gitMinor=$minor"
+	mkdir -p "$dir/bin/windows"
+	(cd "$ksrc" && git apply "$kpatch" &&
+		GOWORK=off GOOS=windows GOARCH=amd64 go build -trimpath -overlay "$ovl/overlay.json" -ldflags "$ldflags" -o "$dir/bin/windows/kubelet.exe" ./cmd/kubelet)
+	chmod -R u+w "$ksrc"
+	rm -rf "$ksrc" "$ovl"
+	mark windows/kubelet.exe "$kubelet_version"
 fi

@@ -28,6 +28,15 @@ var standinSources = map[string][]string{
 	HCSService:        {"hcsservice.c", "hcssystem.c", "hcsprocess.c", "hcshold.c", "hcsenv.c"},
 }
 
+// KubeletStandin is the stand-in pdh.dll (testdata/standins/pdh.c), which
+// the node loads for kubelet.exe alone, in place of Wine's own (kubelet.go).
+const KubeletStandin = "pdh.dll"
+
+// standinLibs are the import libraries a stand-in links beyond ole32.
+var standinLibs = map[string][]string{
+	KubeletStandin: {"-liphlpapi", "-lpsapi"},
+}
+
 // BuildStandins builds the stand-ins with MinGW into dir.
 func BuildStandins(dir string) error {
 	return BuildStandinsFrom(filepath.Join("testdata", "standins"), dir)
@@ -35,7 +44,7 @@ func BuildStandins(dir string) error {
 
 // BuildStandinsFrom builds the stand-ins of the sources in src into dir.
 func BuildStandinsFrom(src, dir string) error {
-	for _, name := range standinDLLs {
+	for _, name := range append(standinDLLs, KubeletStandin) {
 		if err := buildStandin(src, dir, name); err != nil {
 			return err
 		}
@@ -63,7 +72,8 @@ func buildStandin(src, dir, name string) error {
 	for _, s := range srcs {
 		args = append(args, filepath.Join(src, s))
 	}
-	cc := exec.Command("x86_64-w64-mingw32-gcc", append(args, "-lole32")...)
+	args = append(append(args, "-lole32"), standinLibs[name]...)
+	cc := exec.Command("x86_64-w64-mingw32-gcc", args...)
 	if out, err := cc.CombinedOutput(); err != nil {
 		return errors.Join(fmt.Errorf("build the stand-in %s: %w", name, err), errors.New(string(out)))
 	}

@@ -125,12 +125,19 @@ func (h *hcs) run(t *testing.T, start func(op uintptr) error) (string, error) {
 // (standin.h standin_state_file), so a system's Storage.Path is found.
 func volume(t *testing.T) string {
 	t.Helper()
-	dir := winetest.TempDir(t)
-	name := fmt.Sprintf(`\\?\Volume{%s}`, strings.ReplaceAll(filepath.Base(dir), ".", "-"))
+	name, _ := volumeDir(t)
+	return name
+}
+
+// volumeDir is volume, with the volume's directory.
+func volumeDir(t *testing.T) (name, dir string) {
+	t.Helper()
+	dir = winetest.TempDir(t)
+	name = fmt.Sprintf(`\\?\Volume{%s}`, strings.ReplaceAll(filepath.Base(dir), ".", "-"))
 	if err := WriteVolume(name, dir); err != nil {
 		t.Fatal(err)
 	}
-	return name
+	return name, dir
 }
 
 // document is a contract test's container document on vol.

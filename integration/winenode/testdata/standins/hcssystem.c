@@ -11,8 +11,8 @@
  * (vmcompute.c) made for the scratch named by the document's
  * Storage.Path. Every C:\ in a process's command line and working
  * directory is read as a path in that directory; a program named without
- * a directory is looked for there first; a mapped directory is a Linux
- * symbolic link in it. Each document a system is created with is kept in
+ * a directory is looked for there first; a mapped directory or file is a
+ * Linux symbolic link in it, the directories above it made if missing. Each document a system is created with is kept in
  * C:\ProgramData\winproc-standins\documents\<id>.json, each process's
  * parameters in <id>-process-<pid>.json.
  *
@@ -109,23 +109,45 @@ sys_t *system_find(const WCHAR *id)
 
 BOOL systems_any(void) { return systems != NULL; }
 
-/* map_directories makes each of the document's MappedDirectories a
- * Linux symbolic link at its container path in the volume, which Wine
- * follows as a directory; the links go when the system exits (a link left
- * in a scratch would lead a removal into the host's directory). */
+/* make_parents makes the directories of path below the volume's
+ * directory that are missing. HCS maps a file or directory at a container
+ * path whose directories the image lacks: runhcs passes a mount's
+ * destination unchanged (hcsshim internal/hcsoci hcsdoc_wcow.go
+ * createMountsConfig, which also maps single files: "HCS has a bug where
+ * it does not correctly resolve file (not dir) paths"), and the kubelet
+ * mounts every container's termination log at C:\dev\termination-log
+ * (k8s.io/kubernetes pkg/kubelet/kuberuntime makeMounts), a directory no
+ * Windows base image has. */
+static void make_parents(const WCHAR *volume, WCHAR *path)
+{
+    for (WCHAR *p = path + wcslen(volume) + 1; (p = wcschr(p, L'\\')); p++) {
+        *p = 0;
+        CreateDirectoryW(path, NULL);
+        *p = L'\\';
+    }
+}
+
+/* map_directories makes each of the document's MappedDirectories, a
+ * directory or a file, a Linux symbolic link at its container path in the
+ * volume, which Wine follows; the links go when the system exits (a link
+ * left in a scratch would lead a removal into the host's directory). */
 static void map_directories(sys_t *s, const WCHAR *config)
 {
     const WCHAR *p = wcsstr(config, L"\"MappedDirectories\":[");
     const WCHAR *end = p ? wcschr(p, L']') : NULL;
+    const WCHAR *h = p, *c = p;
     WCHAR host[MAX_PATH], where[MAX_PATH], link[MAX_PATH];
-    while (p && end && (p = wcsstr(p, L"\"HostPath\":\"")) && p < end && s->nlinks < 32) {
-        const WCHAR *c = wcsstr(p, L"\"ContainerPath\":\"");
+    /* The n-th HostPath with the n-th ContainerPath: each entry has one of
+     * each, in either order (a JSON object's members are unordered, RFC
+     * 8259 section 4). */
+    while (end && s->nlinks < 32 && (h = wcsstr(h, L"\"HostPath\":\"")) && h < end &&
+           (c = wcsstr(c, L"\"ContainerPath\":\"")) && c < end) {
         char *uh, *ul;
-        json_read(p + wcslen(L"\"HostPath\":"), host, MAX_PATH);
-        if (!c || c > end)
-            break;
+        json_read(h + wcslen(L"\"HostPath\":"), host, MAX_PATH);
         json_read(c + wcslen(L"\"ContainerPath\":"), where, MAX_PATH);
         container_path(s->volume, where, link, MAX_PATH);
+        if (wcslen(link) > wcslen(s->volume))
+            make_parents(s->volume, link);
         uh = standin_unix(host);
         ul = standin_unix(link);
         if (uh && ul && standin_linux2(LINUX_SYMLINK, uh, ul) == 0)
@@ -133,7 +155,8 @@ static void map_directories(sys_t *s, const WCHAR *config)
         else
             HeapFree(GetProcessHeap(), 0, ul);
         HeapFree(GetProcessHeap(), 0, uh);
-        p = c;
+        h++;
+        c++;
     }
 }
 

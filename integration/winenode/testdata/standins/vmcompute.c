@@ -3,7 +3,8 @@
  * under Wine (integration/winenode) and the snapshotter's layer driver
  * (snapshotter, TestLayerDriverUnderWine): what hcsshim's ActivateLayer,
  * PrepareLayer, GetLayerMountPath, UnprepareLayer, DeactivateLayer,
- * DestroyLayer, ExpandSandboxSize and NameToGuid call, with their
+ * DestroyLayer, ExpandSandboxSize and NameToGuid call (and HNSCall, at
+ * the end, for the kubelet's /stats/summary), with their
  * signatures and their contract as hcsshim relies on it: a layer is
  * activated, then prepared over its parents (nearest first), then has a
  * volume, \\?\Volume{GUID}\, until it is unprepared and deactivated; each
@@ -302,5 +303,40 @@ HRESULT WINAPI ExpandSandboxSize(const DRIVER_INFO *info, const WCHAR *id, UINT6
 HRESULT WINAPI NameToGuid(const WCHAR *name, GUID *guid)
 {
     *guid = standin_guid(name);
+    return S_OK;
+}
+
+/*
+ * HNSCall(method, path, request, response): the Host Network Service's
+ * legacy (v1) call, which Microsoft does not document. It is written here
+ * as its incumbent callers read it (github.com/Microsoft/hnslib hcn
+ * hcnglobals.go hnsCall and internal/hns hnsfuncs.go): the answer is a
+ * JSON document {"Success":bool,"Error":string,"Output":...} in memory of
+ * CoTaskMemAlloc's, which the caller frees (CoTaskMemFree, through
+ * interop.ConvertAndFreeCoTaskMemString); a failed call is an HRESULT.
+ *
+ * What it answers: GET /endpoints/ (internal/hns hnsendpoint.go
+ * HNSListEndpointRequest, which the kubelet's /stats/summary calls for its
+ * pods' network statistics) lists the node's HNS endpoints: none, since
+ * the HCN stand-in (computenetwork.c) makes namespaces only and the test
+ * CNI plugin makes no endpoint. Any other method or path is E_NOTIMPL.
+ *
+ * It leaves unproven: endpoints, networks and policies, their statistics
+ * (GET /endpointstats/<id>), HNS's own answers to an unknown path or a
+ * failed request, and its versions (GET /globals/version).
+ */
+HRESULT WINAPI HNSCall(const WCHAR *method, const WCHAR *path, const WCHAR *request, WCHAR **response)
+{
+    static const WCHAR endpoints[] = L"{\"Success\":true,\"Error\":\"\",\"Output\":[]}";
+    (void)request;
+    if (!method || !path || !response)
+        return E_POINTER;
+    *response = NULL;
+    if (wcscmp(method, L"GET") || wcscmp(path, L"/endpoints/"))
+        return E_NOTIMPL;
+    *response = CoTaskMemAlloc(sizeof(endpoints));
+    if (!*response)
+        return E_OUTOFMEMORY;
+    memcpy(*response, endpoints, sizeof(endpoints));
     return S_OK;
 }
