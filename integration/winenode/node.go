@@ -17,7 +17,9 @@
 // vmcompute.dll, bindfltapi.dll, and the test CNI plugin), crictl.exe
 // drives containerd.exe's own Windows CRI plugin through HostProcess pods,
 // whose job objects are Wine's own, and ordinary pods, whose compute
-// systems are the HCS stand-in's (docs/test-node.md).
+// systems are the HCS stand-in's (docs/test-node.md). With Options.Runhcs
+// the incumbent shim, containerd-shim-runhcs-v1.exe, serves a second
+// runtime handler beside winproc's (runhcs.go; `make peer`, docs/peer.md).
 package winenode
 
 import (

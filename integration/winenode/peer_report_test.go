@@ -46,8 +46,9 @@ func rssOf(pids []int) int64 {
 }
 
 // shimMemory is a shim's memory: the Linux RSS of its Wine process, and
-// the working set and private bytes Wine reports to Windows programs.
-type shimMemory struct{ RSS, WorkingSet, Private int64 }
+// the working set Wine reports to Windows programs. Wine 8 reports no
+// private bytes of another process (always 0), so they are left out.
+type shimMemory struct{ RSS, WorkingSet int64 }
 
 // shimMemory is the memory of shim's processes per pod.
 func (n *Node) shimMemory(t *testing.T, shim string, pods int) shimMemory {
@@ -59,19 +60,15 @@ func (n *Node) shimMemory(t *testing.T, shim string, pods int) shimMemory {
 	var m shimMemory
 	for _, line := range strings.Split(strings.TrimSpace(out), "\n") {
 		for _, f := range strings.Fields(line) {
-			k, v, _ := strings.Cut(f, "=")
-			b, _ := strconv.ParseInt(v, 10, 64)
-			switch k {
-			case "working_set":
+			if v, ok := strings.CutPrefix(f, "working_set="); ok {
+				b, _ := strconv.ParseInt(v, 10, 64)
 				m.WorkingSet += b
-			case "private":
-				m.Private += b
 			}
 		}
 	}
 	m.RSS = rssOf(n.Processes(shim))
 	per := int64(pods)
-	return shimMemory{m.RSS / per, m.WorkingSet / per, m.Private / per}
+	return shimMemory{m.RSS / per, m.WorkingSet / per}
 }
 
 // peerMetric is one row of the table: a figure of each turn.
@@ -101,7 +98,6 @@ var peerMetrics = []peerMetric{
 	{"pod remove (rmp) p50", func(p peerTurn) float64 { return ms(pct(p.RmP, 50)) }, "ms", false},
 	{"shim RSS per pod (Linux)", func(p peerTurn) float64 { return mib(p.PodMemory.RSS) }, "MiB", false},
 	{"shim working set per pod (Windows)", func(p peerTurn) float64 { return mib(p.PodMemory.WorkingSet) }, "MiB", false},
-	{"shim private bytes per pod (Windows)", func(p peerTurn) float64 { return mib(p.PodMemory.Private) }, "MiB", false},
 	{"shims' RSS growth over the latency probes", func(p peerTurn) float64 { return mib(p.GrowthRSS[1] - p.GrowthRSS[0]) }, "MiB", true},
 }
 

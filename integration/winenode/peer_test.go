@@ -3,6 +3,7 @@
 package winenode
 
 import (
+	"cmp"
 	"fmt"
 	"os"
 	"slices"
@@ -45,10 +46,15 @@ type peerConfig struct {
 	Rounds, Pods, Probes, GrowthProbes int
 	// Out is the Markdown file whose generated section the run writes.
 	Out string
+	// LogLevel is containerd.exe's and the shims' (info by default);
+	// ContainerdLog, if set, is where containerd.exe's log is written at
+	// the end, for tracing a slow call.
+	LogLevel, ContainerdLog string
 }
 
 func peerConfigFromEnv(t *testing.T) peerConfig {
-	c := peerConfig{Rounds: 3, Pods: 30, Probes: 200, GrowthProbes: 500, Out: os.Getenv("WINPROC_PEER_OUT")}
+	c := peerConfig{Rounds: 3, Pods: 30, Probes: 200, GrowthProbes: 500, Out: os.Getenv("WINPROC_PEER_OUT"),
+		LogLevel: cmp.Or(os.Getenv("WINPROC_PEER_LOG_LEVEL"), "info"), ContainerdLog: os.Getenv("WINPROC_PEER_CONTAINERD_LOG")}
 	for env, v := range map[string]*int{"WINPROC_PEER_ROUNDS": &c.Rounds, "WINPROC_PEER_PODS": &c.Pods, "WINPROC_PEER_PROBES": &c.Probes, "WINPROC_PEER_GROWTH_PROBES": &c.GrowthProbes} {
 		if s := os.Getenv(env); s != "" {
 			n, err := strconv.Atoi(s)
@@ -69,7 +75,14 @@ func TestPeer(t *testing.T) {
 		t.Skip("WINPROC_PEER is not set; run through `make peer`")
 	}
 	cfg := peerConfigFromEnv(t)
-	n := startNodeWith(t, Options{Standins: true, Sandboxer: "podsandbox", Runhcs: true, ShimModeHandler: peerShimHandler, LogLevel: "info"})
+	n := startNodeWith(t, Options{Standins: true, Sandboxer: "podsandbox", Runhcs: true, ShimModeHandler: peerShimHandler, LogLevel: cfg.LogLevel})
+	if cfg.ContainerdLog != "" {
+		t.Cleanup(func() {
+			if err := os.WriteFile(cfg.ContainerdLog, []byte(n.ContainerdLog()), 0o644); err != nil {
+				t.Error(err)
+			}
+		})
+	}
 	importTree(t, n, appImage, HostBuild+".1", "winproc-testapp.exe")
 	importTree(t, n, PauseImage, HostBuild+".1", "pause.exe")
 	results := map[string][]peerTurn{}
