@@ -101,6 +101,10 @@ var peerMetrics = []peerMetric{
 	{"shims' RSS growth over the latency probes", func(p peerTurn) float64 { return mib(p.GrowthRSS[1] - p.GrowthRSS[0]) }, "MiB", true},
 }
 
+// peerFailed is the row of the exec probes that failed or hung, of all
+// rounds.
+var peerFailed = peerMetric{"exec probes failed or hung (all rounds)", func(p peerTurn) float64 { return float64(p.FailedProbes) }, "count", true}
+
 // peerGrowth is the row of the growth probes, of the first round alone.
 var peerGrowth = peerMetric{"shims' RSS growth over the growth probes (first round)", func(p peerTurn) float64 { return mib(p.GrowthRSS[2] - p.GrowthRSS[1]) }, "MiB", true}
 
@@ -130,6 +134,15 @@ func peerReport(cfg peerConfig, results map[string][]peerTurn, took time.Duratio
 		first[h] = turns[:1]
 	}
 	peerRow(&b, peerGrowth, first)
+	total := map[string][]peerTurn{}
+	for h, turns := range results {
+		var sum peerTurn
+		for _, t := range turns {
+			sum.FailedProbes += t.FailedProbes
+		}
+		total[h] = []peerTurn{sum}
+	}
+	peerRow(&b, peerFailed, total)
 	return b.String()
 }
 

@@ -112,6 +112,9 @@ type peerTurn struct {
 	// PodMemory is the handler's shims' memory per pod with every pod's
 	// container running.
 	PodMemory shimMemory
+	// FailedProbes counts the exec probes that failed or hung past
+	// probeTimeout.
+	FailedProbes int
 	// GrowthRSS is the shims' summed RSS before the exec probes, after
 	// the latency probes and after the growth probes (the first round's;
 	// the others run the latency probes only).
@@ -162,13 +165,23 @@ func peerRun(t *testing.T, n *Node, h peerHandler, cfg peerConfig, r int) peerTu
 	}
 	turn.GrowthRSS[0] = rssOf(shims)
 	for i := 0; i < probes; i++ {
-		timed(t, n, &turn.Exec, "exec", "-s", ctrs[0], `C:\winproc-testapp.exe`, "exit", "0")
+		if i < cfg.Probes {
+			turn.Exec = append(turn.Exec, 0)
+		}
+		if d, err := n.probe(ctrs[0]); err != nil {
+			// A probe that fails or hangs is counted, not timed: the
+			// run goes on, as a kubelet's next probe would.
+			t.Logf("%s: exec probe %d: %v", h.Label, i+1, err)
+			turn.FailedProbes++
+		} else if i < cfg.Probes {
+			turn.Exec[i] = d
+		}
 		if i+1 == cfg.Probes {
 			turn.GrowthRSS[1] = rssOf(shims)
 		}
 	}
 	turn.GrowthRSS[2] = rssOf(shims)
-	turn.Exec = turn.Exec[:cfg.Probes]
+	turn.Exec = slices.DeleteFunc(turn.Exec, func(d time.Duration) bool { return d == 0 })
 	if after := n.Processes(h.Shim); !slices.Equal(after, shims) {
 		t.Errorf("%s: the shims changed during the exec probes: %v, then %v", h.Label, shims, after)
 	}
@@ -182,6 +195,19 @@ func peerRun(t *testing.T, n *Node, h peerHandler, cfg peerConfig, r int) peerTu
 	n.checkNothingLeft()
 	waitFor(t, h.Label+"'s shims' exit", func() bool { return len(n.Processes(h.Shim)) == 0 })
 	return turn
+}
+
+// probeTimeout bounds an exec probe, as a kubelet's probe timeout does.
+const probeTimeout = 30 * time.Second
+
+// probe runs the exec probe in container c, bounded by probeTimeout, and
+// returns its time.
+func (n *Node) probe(c string) (time.Duration, error) {
+	args := []string{"--runtime-endpoint", CRIEndpoint, "--timeout", probeTimeout.String(),
+		"exec", "-s", "--timeout", fmt.Sprint(int(probeTimeout.Seconds())), c, `C:\winproc-testapp.exe`, "exit", "0"}
+	start := time.Now()
+	_, _, err := n.Exec("", nil, InstallDir+`\crictl.exe`, args...)
+	return time.Since(start), err
 }
 
 // timed runs crictl.exe with args, adds its time to d, and returns its
