@@ -157,6 +157,21 @@ bench: tools wine
 	$(GO) test -count=1 -run '^$$' -bench '^BenchmarkImport$$' -benchtime 9x ./snapshotter/layertar/
 	WINPROC_SCALE_PODS=$(SCALE_PODS) $(GO) test -count=1 -timeout 1h -v -run '^TestScale$$' ./integration/
 
+# runhcs as a live peer, not part of `test` (docs/peer.md): winproc (both
+# sandbox modes) and containerd-shim-runhcs-v1.exe (build/tools.sh) on one
+# Windows node under Wine, PEER_ROUNDS alternating rounds of PEER_PODS pods
+# with a container each, PEER_PROBES exec probes (PEER_GROWTH_PROBES in the
+# first round, for memory growth), and the teardown; it rewrites the table
+# of docs/peer.md. The full size takes about an hour.
+PEER_ROUNDS        ?= 3
+PEER_PODS          ?= 30
+PEER_PROBES        ?= 200
+PEER_GROWTH_PROBES ?= 500
+.PHONY: peer
+peer: tools wine
+	WINPROC_PEER=1 WINPROC_PEER_ROUNDS=$(PEER_ROUNDS) WINPROC_PEER_PODS=$(PEER_PODS) WINPROC_PEER_PROBES=$(PEER_PROBES) WINPROC_PEER_GROWTH_PROBES=$(PEER_GROWTH_PROBES) WINPROC_PEER_OUT=$(CURDIR)/docs/peer.md \
+		$(GO) test -count=1 -timeout 4h -v -run '^TestPeer$$' ./integration/winenode/
+
 # Long runs, not part of `test`: SOAK_CYCLES pod cycles through crictl and
 # containerd (a table every 100 cycles; fails on a lost byte, a leak,
 # descriptor growth or slowing down), and FAULT_PODS serving pods through

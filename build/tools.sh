@@ -157,3 +157,29 @@ if ! stamp windows/kubelet.exe "$kubelet_version"; then
 	rm -rf "$ksrc" "$ovl"
 	mark windows/kubelet.exe "$kubelet_version"
 fi
+
+# containerd-shim-runhcs-v1.exe: the incumbent shim, hcsshim at the version
+# winproc's go.mod requires, built for Windows with build/runhcs-wine.patch
+# (Wine's defects only) into DIR/bin/windows, for the Windows node's second
+# runtime handler (`make peer`, docs/peer.md). The Go module proxy does not
+# serve cosesign1go, which its security policy package (of confidential
+# utility VMs, never called here) needs to compile: the build uses the stub
+# of shim/hcs/testdata/oracle/cosesign1go.
+root=$(cd "$(dirname "$0")/.." && pwd)
+runhcs_patch=$root/build/runhcs-wine.patch
+hcsshim_version=$(cd "$root" && GOFLAGS= go list -m -f '{{.Version}}' github.com/Microsoft/hcsshim)
+runhcs_version="$hcsshim_version+$(go env GOVERSION)+$(sha256sum "$runhcs_patch" | cut -c1-12)"
+if ! stamp windows/containerd-shim-runhcs-v1.exe "$runhcs_version"; then
+	echo "tools: building containerd-shim-runhcs-v1.exe (hcsshim $hcsshim_version) with $(basename "$runhcs_patch")"
+	mod=$(cd "$root" && GOFLAGS= go list -m -f '{{.Dir}}' github.com/Microsoft/hcsshim)
+	src=$(mktemp -d)
+	cp -r "$mod/." "$src"
+	chmod -R u+w "$src"
+	mkdir -p "$dir/bin/windows"
+	(cd "$src" && git apply "$runhcs_patch" &&
+		go mod edit -replace "github.com/Microsoft/cosesign1go=$root/shim/hcs/testdata/oracle/cosesign1go" &&
+		GOOS=windows GOARCH=amd64 go build -trimpath -o "$dir/bin/windows/" ./cmd/containerd-shim-runhcs-v1)
+	chmod -R u+w "$src"
+	rm -rf "$src"
+	mark windows/containerd-shim-runhcs-v1.exe "$runhcs_version"
+fi

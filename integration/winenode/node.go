@@ -17,7 +17,9 @@
 // vmcompute.dll, bindfltapi.dll, and the test CNI plugin), crictl.exe
 // drives containerd.exe's own Windows CRI plugin through HostProcess pods,
 // whose job objects are Wine's own, and ordinary pods, whose compute
-// systems are the HCS stand-in's (docs/test-node.md).
+// systems are the HCS stand-in's (docs/test-node.md). With Options.Runhcs
+// the incumbent shim, containerd-shim-runhcs-v1.exe, serves a second
+// runtime handler beside winproc's (runhcs.go; `make peer`, docs/peer.md).
 package winenode
 
 import (
@@ -64,6 +66,9 @@ type Binaries struct {
 	Crictl string
 	// Standins holds the stand-in DLLs (BuildStandins).
 	Standins string
+	// Runhcs is containerd-shim-runhcs-v1.exe, the incumbent shim built
+	// for the node (build/tools.sh), for Options.Runhcs.
+	Runhcs string
 }
 
 // Options change how a node is laid out.
@@ -78,6 +83,15 @@ type Options struct {
 	// DefaultHandler installs install/'s fragment that makes winproc the
 	// node's default runtime handler, as HostProcess DaemonSets need.
 	DefaultHandler bool
+	// Runhcs installs the incumbent shim (Binaries.Runhcs) and registers
+	// it as the runtime handler RunhcsHandler, beside winproc.
+	Runhcs bool
+	// ShimModeHandler, if set, registers a second winproc handler of that
+	// name in shim mode, so that one node runs both sandbox modes.
+	ShimModeHandler string
+	// LogLevel is containerd.exe's log level (and the runhcs handler's),
+	// debug if empty.
+	LogLevel string
 }
 
 // Node is a Windows node in a private Wine prefix, with containerd.exe and
@@ -104,6 +118,7 @@ func StartWith(t testing.TB, bins Binaries, opts Options) *Node {
 	t.Cleanup(n.dumpLogsOnFailure)
 
 	n.install(bins)
+	n.installPeers(bins)
 	n.setHostBuild()
 	n.nameVolumes()
 	n.startServices()
@@ -328,7 +343,7 @@ func (n *Node) startServices() {
 	const serving = "serving windowsfilter snapshotter and differ"
 	before := strings.Count(n.snapshotterLog.String(), serving)
 	snapshotter := n.start(&n.snapshotterLog, InstallDir+`\winproc-snapshotter.exe`)
-	containerd := n.start(&n.containerdLog, InstallDir+`\containerd.exe`, "--log-level", "debug")
+	containerd := n.start(&n.containerdLog, InstallDir+`\containerd.exe`, "--log-level", n.logLevel())
 	if n.services == nil {
 		t.Cleanup(func() {
 			// The node's processes are this test's alone: the prefix is.

@@ -66,6 +66,7 @@ func run(m *testing.M) int {
 		Project:    dir,
 		Crictl:     filepath.Join(tools, "windows", "crictl.exe"),
 		Standins:   dir,
+		Runhcs:     filepath.Join(tools, "windows", RunhcsShim),
 	}
 	return m.Run()
 }

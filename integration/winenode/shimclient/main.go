@@ -17,7 +17,12 @@
 //	shimclient stat PIPE
 //
 // opens and closes PIPE once (os.Stat), using up the placeholder instance
-// Wine 8 gives a go-winio pipe's first client.
+// Wine 8 gives a go-winio pipe's first client;
+//
+//	shimclient mem NAME
+//
+// prints the PID, working set and private bytes of each process whose
+// image is NAME, as Windows reports them to a program.
 package main
 
 import (
@@ -53,8 +58,10 @@ func main() {
 		})
 	case len(os.Args) == 3 && os.Args[1] == "stat":
 		_, err = os.Stat(os.Args[2])
+	case len(os.Args) == 3 && os.Args[1] == "mem":
+		err = memory(os.Args[2])
 	default:
-		fmt.Fprintln(os.Stderr, "usage: shimclient connect PIPE NAMESPACE TASK | shimclient create PIPE NAMESPACE TASK BUNDLE | shimclient stat PIPE")
+		fmt.Fprintln(os.Stderr, "usage: shimclient connect PIPE NAMESPACE TASK | shimclient create PIPE NAMESPACE TASK BUNDLE | shimclient stat PIPE | shimclient mem NAME")
 		os.Exit(2)
 	}
 	if err != nil {
