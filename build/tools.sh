@@ -9,6 +9,10 @@
 # DIR/bin/cni holds the CNI plugins the emulated node gives pods their
 # networks with: bridge, host-local and loopback from containernetworking/plugins.
 #
+# critest.exe is cri-tools' CRI conformance suite at crictl's version, built
+# for Windows as containerd's Windows CI builds it, for `make conformance`
+# (integration/winenode, docs/conformance.md).
+#
 # containerd-wincri is that containerd with build/containerd-wincri.patch, a
 # tool of the emulated node that never ships: its CRI, built for Linux, then
 # makes Windows container specs as the Windows build does
@@ -117,4 +121,20 @@ if ! stamp crictl $crictl_version || ! stamp windows/crictl.exe $crictl_version;
 	(cd "$src" && GOOS=windows GOARCH=amd64 go build -trimpath -ldflags "$ldflags" -o "$dir/bin/windows/crictl.exe" ./cmd/crictl)
 	mark crictl $crictl_version
 	mark windows/crictl.exe $crictl_version
+fi
+
+if ! stamp windows/critest.exe $crictl_version; then
+	echo "tools: building critest.exe $crictl_version for the Windows node"
+	mod=$(GONOSUMDB=sigs.k8s.io/cri-tools GOFLAGS= go mod download -json sigs.k8s.io/cri-tools@$crictl_version |
+		sed -n 's/^[[:space:]]*"Dir": "\(.*\)",$/\1/p')
+	critest_src=$(mktemp -d)
+	trap 'chmod -R u+w "$critest_src"; rm -rf "$critest_src"' EXIT
+	cp -r "$mod/." "$critest_src"
+	chmod -R u+w "$critest_src"
+	rm -rf "$critest_src/vendor"
+	mkdir -p "$dir/bin/windows"
+	# critest is a test binary (cmd/critest holds a suite), built as the
+	# project's Makefile builds it: go test -c.
+	(cd "$critest_src" && GOOS=windows GOARCH=amd64 go test -c -trimpath -o "$dir/bin/windows/critest.exe" ./cmd/critest)
+	mark windows/critest.exe $crictl_version
 fi

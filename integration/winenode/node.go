@@ -78,7 +78,13 @@ type Options struct {
 	// DefaultHandler installs install/'s fragment that makes winproc the
 	// node's default runtime handler, as HostProcess DaemonSets need.
 	DefaultHandler bool
+	// Config is containerd TOML of the node's own (version 3), imported
+	// after install/'s fragment, as an operator's own conf.d file is.
+	Config string
 }
+
+// nodeConfigFile is Options.Config's file in conf.d.
+const nodeConfigFile = "zz-node.toml"
 
 // Node is a Windows node in a private Wine prefix, with containerd.exe and
 // winproc-snapshotter.exe serving.
@@ -154,7 +160,14 @@ func (n *Node) install(bins Binaries) {
 		}
 	}
 	n.installFragment(fragment)
-	config := fmt.Sprintf("version = 3\nimports = ['%s\\conf.d\\%s']\n", InstallDir, install.FragmentFile)
+	imports := fmt.Sprintf("'%s\\conf.d\\%s'", InstallDir, install.FragmentFile)
+	if n.opts.Config != "" {
+		if err := os.WriteFile(filepath.Join(dst, "conf.d", nodeConfigFile), []byte(n.opts.Config), 0o644); err != nil {
+			t.Fatal(err)
+		}
+		imports += fmt.Sprintf(", '%s\\conf.d\\%s'", InstallDir, nodeConfigFile)
+	}
+	config := fmt.Sprintf("version = 3\nimports = [%s]\n", imports)
 	if err := os.WriteFile(filepath.Join(dst, "config.toml"), []byte(config), 0o644); err != nil {
 		t.Fatal(err)
 	}
