@@ -104,6 +104,28 @@ sys_t *system_find(const WCHAR *id)
 
 BOOL systems_any(void) { return systems != NULL; }
 
+/* make_parents makes the folders of path above the mapped directory that
+ * the container's C:\ lacks, from the volume's length on. HCS maps a
+ * directory at any ContainerPath: hcsshim (internal/hcsoci,
+ * resources_wcow.go) passes a process-isolated container's mounts as
+ * MappedDirectories without making their parents, and containerd's
+ * Windows CI (windows-periodic.yml) passes critest's volume specs, whose
+ * ContainerPath is a host temporary folder no image holds. */
+static void make_parents(const WCHAR *path, size_t from)
+{
+    WCHAR dir[MAX_PATH];
+    size_t i;
+    wcsncpy(dir, path, MAX_PATH - 1);
+    dir[MAX_PATH - 1] = 0;
+    for (i = from + 1; dir[i]; i++) {
+        if (dir[i] != L'\\')
+            continue;
+        dir[i] = 0;
+        CreateDirectoryW(dir, NULL);
+        dir[i] = L'\\';
+    }
+}
+
 /* map_directories makes each of the document's MappedDirectories a
  * Linux symbolic link at its container path in the volume, which Wine
  * follows as a directory; the links go when the system exits (a link left
@@ -121,6 +143,7 @@ static void map_directories(sys_t *s, const WCHAR *config)
             break;
         json_read(c + wcslen(L"\"ContainerPath\":"), where, MAX_PATH);
         container_path(s->volume, where, link, MAX_PATH);
+        make_parents(link, wcslen(s->volume));
         uh = standin_unix(host);
         ul = standin_unix(link);
         if (uh && ul && standin_linux2(LINUX_SYMLINK, uh, ul) == 0)
@@ -165,6 +188,7 @@ HRESULT system_create(const WCHAR *id, const WCHAR *config, sop_t *op, sys_t **o
     s = calloc(1, sizeof(sys_t));
     wcsncpy(s->id, id, 255);
     json_string(config, L"Owner", s->owner, 64);
+    json_string(config, L"HostName", s->hostname, 64);
     s->terminate_on_close = json_true(config, L"ShouldTerminateOnLastHandleClosed");
     volume_of(config, s->volume);
     if (!s->volume[0]) {
