@@ -201,7 +201,7 @@ func (n *Node) installCNI(bins Binaries) {
 	if err := os.WriteFile(filepath.Join(bin, "winproc-test.exe"), b, 0o755); err != nil {
 		n.t.Fatal(err)
 	}
-	cfg := `{"cniVersion":"1.0.0","name":"winproc-test","type":"winproc-test"}`
+	cfg := `{"cniVersion":"1.0.0","name":"winproc-test","type":"winproc-test","capabilities":{"portMappings":true}}`
 	if err := os.WriteFile(filepath.Join(conf, "10-winproc-test.conf"), []byte(cfg), 0o644); err != nil {
 		n.t.Fatal(err)
 	}
