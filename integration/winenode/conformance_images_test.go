@@ -13,12 +13,14 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 
 	"github.com/google/go-containerregistry/pkg/registry"
 	v1 "github.com/google/go-containerregistry/pkg/v1"
 	"github.com/opencontainers/go-digest"
+	"github.com/opencontainers/image-spec/identity"
 
 	"github.com/winproc/winproc/winimage"
 )
@@ -57,17 +59,20 @@ var critestImages = map[string]string{
 }
 
 // startConformanceRegistry serves every image critest pulls on the
-// loopback (go-containerregistry's registry) and returns its host:port.
-func startConformanceRegistry(t *testing.T) string {
+// loopback (go-containerregistry's registry) and returns its host:port and
+// the images.
+func startConformanceRegistry(t *testing.T) (string, []v1.Image) {
 	t.Helper()
 	srv := httptest.NewServer(registry.New(registry.Logger(log.New(io.Discard, "", 0))))
 	t.Cleanup(srv.Close)
 	host := strings.TrimPrefix(srv.URL, "http://")
 	programs := buildConformancePrograms(t)
+	var images []v1.Image
 	push := func(path string, img v1.Image) {
 		if err := pushImage(srv.URL, path, img); err != nil {
 			t.Fatalf("push %s: %v", path, err)
 		}
+		images = append(images, img)
 	}
 	contents := map[string]v1.Image{}
 	for path, content := range critestImages {
@@ -83,7 +88,40 @@ func startConformanceRegistry(t *testing.T) string {
 	push(strings.TrimPrefix(webServerImage, conformanceRegistry+"/"), treeImage(t, map[string][]byte{
 		"winproc-testapp.exe": programs["winproc-testapp.exe"],
 	}, []string{`C:\winproc-testapp.exe`, "serve", "-addr", "0.0.0.0:80"}))
-	return host
+	return host, images
+}
+
+// seedImageLayers gives the node the layer snapshots of images, as
+// importing them would (seedLayer: Wine has no BackupWrite, so the differ
+// cannot import a layer here), each a garbage collection root: a pull then
+// finds every layer unpacked and skips its import, as containerd's
+// unpacker does for a snapshot that exists, and a removed image's layers
+// stay for the next pull of it.
+func seedImageLayers(t *testing.T, n *Node, images []v1.Image) {
+	t.Helper()
+	for _, img := range images {
+		cfg, err := img.ConfigFile()
+		if err != nil {
+			t.Fatal(err)
+		}
+		layers, err := img.Layers()
+		if err != nil {
+			t.Fatal(err)
+		}
+		diffIDs := make([]digest.Digest, len(cfg.RootFS.DiffIDs))
+		for i, d := range cfg.RootFS.DiffIDs {
+			diffIDs[i] = digest.Digest(d.String())
+		}
+		parent := ""
+		for i, c := range identity.ChainIDs(diffIDs) {
+			if !slices.Contains(snapshotKeys(t, n, "k8s.io"), c.String()) {
+				l := seedLayer(t, n, "k8s.io", c.String(), parent)
+				extractFiles(t, layers[i], n.Path(l.dir))
+				ctr(t, n, "-n", "k8s.io", "snapshots", "--snapshotter", "windowsfilter", "label", c.String(), "containerd.io/gc.root=conformance")
+			}
+			parent = c.String()
+		}
+	}
 }
 
 // pushImage pushes img as repo:tag (path) to the registry at url through
