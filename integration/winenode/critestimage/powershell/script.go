@@ -163,14 +163,39 @@ func (sh *shell) command(line string, in io.Reader, out io.Writer) error {
 	case strings.ContainsAny(name, "$({"):
 		return fmt.Errorf("%q: this image's powershell runs only the scripts critest sends", line)
 	}
-	code, err := sh.external(args)
+	code, err := sh.runExternal(args)
 	if err != nil {
-		return fmt.Errorf("%s: %w", args[0], err)
+		return err
 	}
 	if code != 0 {
 		return nativeStatus(code)
 	}
 	return nil
+}
+
+// runExternal runs a program and returns its exit status; a console
+// control event ends the script meanwhile, as it ends powershell.exe (the
+// system ends a console process after its handler for a close, logoff or
+// shutdown event; the program gets the event on its own).
+func (sh *shell) runExternal(args []string) (int, error) {
+	type result struct {
+		code int
+		err  error
+	}
+	done := make(chan result, 1)
+	go func() {
+		code, err := sh.external(args)
+		done <- result{code, err}
+	}()
+	select {
+	case r := <-done:
+		if r.err != nil {
+			return 0, fmt.Errorf("%s: %w", args[0], r.err)
+		}
+		return r.code, nil
+	case <-sh.events:
+		return 0, errStopped
+	}
 }
 
 func (sh *shell) sleep(args []string) error {

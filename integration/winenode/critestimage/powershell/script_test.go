@@ -87,3 +87,28 @@ func TestLoopEndsOnConsoleEvent(t *testing.T) {
 		t.Fatal("the loop did not end on the event")
 	}
 }
+
+// A console control event ends the script while a program it started
+// runs: critest's pause command, `powershell -c "ping -t localhost"`, is
+// stopped that way.
+func TestExternalEndsOnConsoleEvent(t *testing.T) {
+	events := make(chan os.Signal, 1)
+	running := make(chan struct{})
+	release := make(chan struct{})
+	t.Cleanup(func() { close(release) })
+	var out bytes.Buffer
+	sh := &shell{stdout: &out, stderr: &out, getenv: func(string) string { return "" }, events: events,
+		external: func([]string) (int, error) { close(running); <-release; return 0, nil }}
+	done := make(chan int)
+	go func() { done <- sh.run("ping -t localhost") }()
+	<-running
+	events <- syscall.SIGTERM
+	select {
+	case code := <-done:
+		if code != statusControlC {
+			t.Errorf("exit status %#x, want STATUS_CONTROL_C_EXIT; output %q", code, out.String())
+		}
+	case <-time.After(10 * time.Second):
+		t.Fatal("the script did not end at the event while its program ran")
+	}
+}
