@@ -77,17 +77,17 @@ func startConformanceRegistry(t *testing.T) (string, []v1.Image) {
 	contents := map[string]v1.Image{}
 	for path, content := range critestImages {
 		if contents[content] == nil {
-			contents[content] = treeImage(t, map[string][]byte{"image.txt": []byte(content + "\n")}, nil)
+			contents[content] = testImage(t, content, programs)
 		}
 		push(path, contents[content])
 	}
 	push(strings.TrimPrefix(conformanceImage, conformanceRegistry+"/"), treeImage(t, map[string][]byte{
 		"powershell.exe": programs["powershell.exe"],
 		"ping.exe":       programs["ping.exe"],
-	}, nil))
+	}, nil, []string{"cmd.exe"}))
 	push(strings.TrimPrefix(webServerImage, conformanceRegistry+"/"), treeImage(t, map[string][]byte{
 		"winproc-testapp.exe": programs["winproc-testapp.exe"],
-	}, []string{`C:\winproc-testapp.exe`, "serve", "-addr", "0.0.0.0:80"}))
+	}, []string{`C:\winproc-testapp.exe`, "serve", "-addr", "0.0.0.0:80"}, nil))
 	return host, images
 }
 
@@ -185,6 +185,18 @@ func send(method, url, contentType string, body []byte) error {
 	return nil
 }
 
+// testImage is one of critest's test images. cri-tools'
+// images/image-test-win adds a file to nanoserver, whose command is
+// cmd.exe (the node's, here: the image has no Windows folder); the
+// pause image (registry.k8s.io/pause) runs pause.exe.
+func testImage(t *testing.T, content string, programs map[string][]byte) v1.Image {
+	t.Helper()
+	if content == "pause" {
+		return treeImage(t, map[string][]byte{"pause.exe": programs["pause.exe"]}, []string{`C:\pause.exe`}, nil)
+	}
+	return treeImage(t, map[string][]byte{content: []byte(content + "\n")}, nil, []string{"cmd.exe"})
+}
+
 // buildConformancePrograms builds the conformance image's programs.
 func buildConformancePrograms(t *testing.T) map[string][]byte {
 	t.Helper()
@@ -195,7 +207,7 @@ func buildConformancePrograms(t *testing.T) map[string][]byte {
 		t.Fatalf("build the conformance image's programs: %v\n%s", err, out)
 	}
 	programs := map[string][]byte{}
-	for _, p := range []string{filepath.Join(dir, "powershell.exe"), filepath.Join(dir, "ping.exe"), filepath.Join(bins.Project, "winproc-testapp.exe")} {
+	for _, p := range []string{filepath.Join(dir, "powershell.exe"), filepath.Join(dir, "ping.exe"), filepath.Join(bins.Project, "winproc-testapp.exe"), filepath.Join(bins.Project, "pause.exe")} {
 		b, err := os.ReadFile(p)
 		if err != nil {
 			t.Fatal(err)
@@ -206,7 +218,7 @@ func buildConformancePrograms(t *testing.T) map[string][]byte {
 }
 
 // treeImage is an image for the node's build of one layer holding files.
-func treeImage(t *testing.T, files map[string][]byte, entrypoint []string) v1.Image {
+func treeImage(t *testing.T, files map[string][]byte, entrypoint, cmd []string) v1.Image {
 	t.Helper()
 	tree := t.TempDir()
 	for f, b := range files {
@@ -218,7 +230,7 @@ func treeImage(t *testing.T, files map[string][]byte, entrypoint []string) v1.Im
 	if err != nil {
 		t.Fatal(err)
 	}
-	img, err := winimage.Build(winimage.Config{OSVersion: HostBuild + ".1", Entrypoint: entrypoint}, layer)
+	img, err := winimage.Build(winimage.Config{OSVersion: HostBuild + ".1", Entrypoint: entrypoint, Cmd: cmd}, layer)
 	if err != nil {
 		t.Fatal(err)
 	}
