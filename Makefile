@@ -129,6 +129,20 @@ wine-node: tools wine
 kubelet-node: tools wine
 	$(GO) test -count=1 -timeout 20m -v -run '^TestKubeletStaticPods$$' ./integration/winenode/
 
+# cri-tools' CRI conformance suite (critest.exe, built by build/tools.sh at
+# crictl's version) against containerd.exe's Windows CRI on the Windows node
+# under Wine, winproc the default handler, in both sandbox modes
+# (integration/winenode TestConformance, docs/conformance.md): JUnit
+# reports and logs in CONFORMANCE_DIR, the table in docs/conformance.md.
+# Not part of `test` (it takes longer than its 5 minutes): CI runs it as
+# a step of its own.
+CONFORMANCE_DIR ?= $(CURDIR)/build/conformance
+.PHONY: conformance
+conformance: tools wine
+	mkdir -p $(CONFORMANCE_DIR)
+	WINPROC_CONFORMANCE=$(CONFORMANCE_DIR) WINPROC_CONFORMANCE_DOC=$(CURDIR)/docs/conformance.md \
+		$(GO) test -count=1 -timeout 90m -v -run '^TestConformance$$' ./integration/winenode/
+
 # The OCI specs containerd's CRI makes for realistic Windows pods, the
 # corpora of the HCS document's differential test against runhcs (shim/hcs
 # document_oracle_test.go, run by `unit`): written by the emulated node's

@@ -9,6 +9,10 @@
 # DIR/bin/cni holds the CNI plugins the emulated node gives pods their
 # networks with: bridge, host-local and loopback from containernetworking/plugins.
 #
+# critest.exe is cri-tools' CRI conformance suite at crictl's version, built
+# for Windows as containerd's Windows CI builds it, for `make conformance`
+# (integration/winenode, docs/conformance.md).
+#
 # containerd-wincri is that containerd with build/containerd-wincri.patch, a
 # tool of the emulated node that never ships: its CRI, built for Linux, then
 # makes Windows container specs as the Windows build does
@@ -182,4 +186,23 @@ if ! stamp windows/containerd-shim-runhcs-v1.exe "$runhcs_version"; then
 	chmod -R u+w "$src"
 	rm -rf "$src"
 	mark windows/containerd-shim-runhcs-v1.exe "$runhcs_version"
+fi
+
+# critest.exe: cri-tools' CRI conformance suite at crictl's version, for
+# `make conformance` (docs/conformance.md).
+if ! stamp windows/critest.exe $crictl_version; then
+	echo "tools: building critest.exe $crictl_version for the Windows node"
+	mod=$(GONOSUMDB=sigs.k8s.io/cri-tools GOFLAGS= go mod download -json sigs.k8s.io/cri-tools@$crictl_version |
+		sed -n 's/^[[:space:]]*"Dir": "\(.*\)",$/\1/p')
+	critest_src=$(mktemp -d)
+	cp -r "$mod/." "$critest_src"
+	chmod -R u+w "$critest_src"
+	rm -rf "$critest_src/vendor"
+	mkdir -p "$dir/bin/windows"
+	# critest is a test binary (cmd/critest holds a suite), built as the
+	# project's Makefile builds it: go test -c.
+	(cd "$critest_src" && GOOS=windows GOARCH=amd64 go test -c -trimpath -o "$dir/bin/windows/critest.exe" ./cmd/critest)
+	chmod -R u+w "$critest_src"
+	rm -rf "$critest_src"
+	mark windows/critest.exe $crictl_version
 fi

@@ -62,7 +62,7 @@ func criHostProcess(t *testing.T, sandboxer string) {
 	port := freePort(t)
 	server := run.create("server", nil, "winproc-testapp.exe", "serve", "-addr", fmt.Sprintf("127.0.0.1:%d", port))
 	criRun(t, n, "start", server)
-	waitFor(t, "the server's log", func() bool { return strings.Contains(readLog(logs, "server"), "listening") })
+	waitFor(t, "the server's log", func() bool { return strings.Contains(containerLog(n, server), "listening") })
 	if out := criRun(t, n, "ps", "--pod", id, "-q"); !strings.Contains(out, server) {
 		t.Errorf("crictl ps --pod lists %q, not the server", out)
 	}
@@ -119,8 +119,8 @@ func criHostProcess(t *testing.T, sandboxer string) {
 	run.stopGracefully(server)
 	waitFor(t, "the end of the server's detached process with its container", func() bool { return len(n.Processes("-ignore-events")) == 0 })
 	stubborn := run.stopAtDeadline()
-	if !strings.Contains(readLog(logs, "server"), "GET /healthz") {
-		t.Errorf("the server's log has no forwarded request:\n%s", readLog(logs, "server"))
+	if !strings.Contains(containerLog(n, server), "GET /healthz") {
+		t.Errorf("the server's log has no forwarded request:\n%s", containerLog(n, server))
 	}
 	criRun(t, n, "rm", server, stubborn)
 	criRun(t, n, "stopp", id)
@@ -231,7 +231,7 @@ func (p *podRun) stopAtDeadline() string {
 	t := p.t
 	stubborn := p.create("stubborn", nil, p.program, "sleep", "-seconds", "0", "-ignore-events")
 	criRun(t, p.n, "start", stubborn)
-	waitFor(t, "the stubborn container's log", func() bool { return strings.Contains(readLog(p.logs, "stubborn"), "ready") })
+	waitFor(t, "the stubborn container's log", func() bool { return strings.Contains(containerLog(p.n, stubborn), "ready") })
 	start := time.Now()
 	criRun(t, p.n, "stop", "--timeout", "2", stubborn)
 	if d := time.Since(start); d < 2*time.Second {
@@ -355,10 +355,15 @@ func exitCode(t *testing.T, n *Node, c string) int {
 	return code
 }
 
-// readLog is the CRI log of container name in the pod's log directory.
-func readLog(dir, name string) string {
-	b, _ := os.ReadFile(filepath.Join(dir, name+".log"))
-	return string(b)
+// containerLog is what `crictl logs` gives of container c, as a user
+// reads a container's log: containerd.exe's CRI reads the log file the
+// shim's output went to. "" when crictl fails.
+func containerLog(n *Node, c string) string {
+	out, errOut, err := n.Crictl("logs", c)
+	if err != nil {
+		return ""
+	}
+	return out + errOut
 }
 
 func envValue(out, name string) string {

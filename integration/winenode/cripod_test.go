@@ -34,10 +34,12 @@ func criPod(t *testing.T, sandboxer string) {
 	importTree(t, n, appImage, HostBuild+".1", "winproc-testapp.exe")
 	importTree(t, n, PauseImage, HostBuild+".1", "pause.exe")
 	logs := t.TempDir()
+	port, hostPort := freePort(t), freePort(t)
 	pod := criJSON(t, "pod.json", map[string]any{
 		"metadata":      map[string]any{"name": "web", "namespace": "default", "uid": "uid-web"},
 		"hostname":      "web",
 		"log_directory": WindowsPath(logs),
+		"port_mappings": []map[string]any{{"container_port": port, "host_port": hostPort}},
 	})
 	id := criRun(t, n, "runp", pod)
 	var podStatus struct {
@@ -56,7 +58,6 @@ func criPod(t *testing.T, sandboxer string) {
 			return criCreatePod(t, n, id, pod, name, extra, command...)
 		}}
 
-	port := freePort(t)
 	data := n.Path(`C:\hostdata\web`)
 	if err := os.MkdirAll(data, 0o755); err != nil {
 		t.Fatal(err)
@@ -75,7 +76,7 @@ func criPod(t *testing.T, sandboxer string) {
 		},
 	}, `C:\winproc-testapp.exe`, "serve", "-addr", fmt.Sprintf("127.0.0.1:%d", port))
 	criRun(t, n, "start", app)
-	waitFor(t, "the app's log", func() bool { return strings.Contains(readLog(logs, "app"), "listening") })
+	waitFor(t, "the app's log", func() bool { return strings.Contains(containerLog(n, app), "listening") })
 	if out := criRun(t, n, "ps", "-q", "--pod", id); out != app {
 		t.Errorf("crictl ps --pod: %q, want %s", out, app)
 	}
@@ -99,6 +100,10 @@ func criPod(t *testing.T, sandboxer string) {
 	// port-forward, containerd 2.x's way: containerd.exe dials the pod's
 	// IP, the test CNI plugin's.
 	run.forward(port)
+	// The pod's host port, mapped by its CNI plugin as on Windows.
+	if body, err := httpGet(fmt.Sprintf("http://127.0.0.1:%d/healthz", hostPort)); err != nil || body != "ok" {
+		t.Errorf("the pod's host port %d: %q, %v", hostPort, body, err)
+	}
 	run.streams(app)
 
 	checkContainerStats(t, n, app)
@@ -107,14 +112,17 @@ func criPod(t *testing.T, sandboxer string) {
 	run.resize(app, true)
 
 	run.stopGracefully(app)
-	if !strings.Contains(readLog(logs, "app"), "GET /healthz") {
-		t.Errorf("the app's log has no forwarded request:\n%s", readLog(logs, "app"))
+	if !strings.Contains(containerLog(n, app), "GET /healthz") {
+		t.Errorf("the app's log has no forwarded request:\n%s", containerLog(n, app))
 	}
 	stubborn := run.stopAtDeadline()
 	criRun(t, n, "rm", app, stubborn)
 	criRun(t, n, "stopp", id)
 	criRun(t, n, "rmp", id)
 	n.checkNothingLeft()
+	if pids := n.Processes("winproc-test.exe"); len(pids) != 0 {
+		t.Errorf("the pod's port forwarder outlived it: %v", pids)
+	}
 	if b, err := os.ReadFile(filepath.Join(data, "node.txt")); err != nil || string(b) != "the node's data" {
 		t.Errorf("the mount's host directory after the pod: %q, %v", b, err)
 	}

@@ -92,7 +92,13 @@ type Options struct {
 	// LogLevel is containerd.exe's log level (and the runhcs handler's),
 	// debug if empty.
 	LogLevel string
+	// Config is containerd TOML of the node's own (version 3), imported
+	// after install/'s fragment, as an operator's own conf.d file is.
+	Config string
 }
+
+// nodeConfigFile is Options.Config's file in conf.d.
+const nodeConfigFile = "zz-node.toml"
 
 // Node is a Windows node in a private Wine prefix, with containerd.exe and
 // winproc-snapshotter.exe serving.
@@ -169,7 +175,14 @@ func (n *Node) install(bins Binaries) {
 		}
 	}
 	n.installFragment(fragment)
-	config := fmt.Sprintf("version = 3\nimports = ['%s\\conf.d\\%s']\n", InstallDir, install.FragmentFile)
+	imports := fmt.Sprintf("'%s\\conf.d\\%s'", InstallDir, install.FragmentFile)
+	if n.opts.Config != "" {
+		if err := os.WriteFile(filepath.Join(dst, "conf.d", nodeConfigFile), []byte(n.opts.Config), 0o644); err != nil {
+			t.Fatal(err)
+		}
+		imports += fmt.Sprintf(", '%s\\conf.d\\%s'", InstallDir, nodeConfigFile)
+	}
+	config := fmt.Sprintf("version = 3\nimports = [%s]\n", imports)
 	if err := os.WriteFile(filepath.Join(dst, "config.toml"), []byte(config), 0o644); err != nil {
 		t.Fatal(err)
 	}
@@ -203,7 +216,7 @@ func (n *Node) installCNI(bins Binaries) {
 	if err := os.WriteFile(filepath.Join(bin, "winproc-test.exe"), b, 0o755); err != nil {
 		n.t.Fatal(err)
 	}
-	cfg := `{"cniVersion":"1.0.0","name":"winproc-test","type":"winproc-test"}`
+	cfg := `{"cniVersion":"1.0.0","name":"winproc-test","type":"winproc-test","capabilities":{"portMappings":true}}`
 	if err := os.WriteFile(filepath.Join(conf, "10-winproc-test.conf"), []byte(cfg), 0o644); err != nil {
 		n.t.Fatal(err)
 	}

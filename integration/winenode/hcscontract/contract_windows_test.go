@@ -10,6 +10,7 @@ import (
 	"os"
 	"os/exec"
 	"os/signal"
+	"path/filepath"
 	"strings"
 	"sync"
 	"syscall"
@@ -19,6 +20,8 @@ import (
 
 	"github.com/Microsoft/go-winio"
 	"golang.org/x/sys/windows"
+
+	"github.com/winproc/winproc/internal/winetest"
 )
 
 // echoEnv makes this binary a container process that copies its stdin to
@@ -29,6 +32,10 @@ const echoEnv = "WINPROC_HCS_CONTRACT_ECHO"
 // events, says "ready" once it does, and runs on until it is terminated.
 const holdEnv = "WINPROC_HCS_CONTRACT_HOLD"
 
+// reportEnv makes this binary a container process that prints its
+// COMPUTERNAME and the content of the file its last argument names.
+const reportEnv = "WINPROC_HCS_CONTRACT_REPORT"
+
 func TestMain(m *testing.M) {
 	if os.Getenv(echoEnv) != "" {
 		io.Copy(os.Stdout, os.Stdin)
@@ -38,6 +45,11 @@ func TestMain(m *testing.M) {
 		signal.Notify(make(chan os.Signal, 1), os.Interrupt, syscall.SIGTERM)
 		fmt.Println("ready")
 		time.Sleep(2 * time.Minute)
+		os.Exit(0)
+	}
+	if os.Getenv(reportEnv) != "" {
+		b, err := os.ReadFile(os.Args[len(os.Args)-1])
+		fmt.Printf("COMPUTERNAME=%s\nfile=%s %v\n", os.Getenv("COMPUTERNAME"), b, err)
 		os.Exit(0)
 	}
 	if spec := os.Getenv(HelperEnv); spec != "" {
@@ -298,4 +310,44 @@ func TestCommandArgsAndProcessInfo(t *testing.T) {
 		t.Errorf("the process echoed %q", b)
 	}
 	h.exited(t, p)
+}
+
+// A container's computer name is its document's GuestOs.HostName (HCS
+// JSON schema v2; hcsshim internal/hcsoci/hcsdoc_wcow.go), its
+// COMPUTERNAME the NetBIOS form: upper case, at most 15 characters
+// (learn.microsoft.com, "Computer names"). A MappedDirectory appears at
+// its ContainerPath whether or not the image holds the folders above it
+// (hcsshim makes none; critest's volume specs on containerd's Windows CI
+// map host temporary folders).
+func TestHostNameAndMappedDirectoryParents(t *testing.T) {
+	host := winetest.TempDir(t)
+	if err := os.WriteFile(filepath.Join(host, "flag"), []byte("from the host"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	vol := volume(t)
+	tests := []struct{ hostName, want string }{
+		{"test-hostname", "TEST-HOSTNAME"},
+		{"a-very-long-host-name.example", "A-VERY-LONG-HOS"},
+	}
+	for i, tt := range tests {
+		doc := fmt.Sprintf(`{"Owner":"contract","SchemaVersion":{"Major":2,"Minor":1},"Container":{"GuestOs":{"HostName":%q},"Storage":{"Layers":[],"Path":%q},"MappedDirectories":[{"HostPath":%q,"ContainerPath":"C:\\not\\in\\the\\image"}]}}`,
+			tt.hostName, vol, host)
+		h := load(t)
+		sys := h.create(t, fmt.Sprintf("hostname-%d", i), doc, true)
+		exe, _ := os.Executable()
+		// The stand-in gives the container's C:\ in a command line (Wine
+		// has no silo: a process's own C: is the host's).
+		params := fmt.Sprintf(`{"CommandArgs":[%q,"-test.run=^$","C:\\not\\in\\the\\image\\flag"],"Environment":{%q:"1"},"CreateStdOutPipe":true}`, exe, reportEnv)
+		p, info := h.process(t, sys, params)
+		out, err := winio.NewOpenFile(info.StdOutput)
+		if err != nil {
+			t.Fatal(err)
+		}
+		b, _ := io.ReadAll(out)
+		out.Close()
+		h.exited(t, p)
+		if !strings.Contains(string(b), "COMPUTERNAME="+tt.want+"\n") || !strings.Contains(string(b), "file=from the host <nil>") {
+			t.Errorf("host name %q: the container process printed\n%s\nwant COMPUTERNAME=%s and the mapped file", tt.hostName, b, tt.want)
+		}
+	}
 }

@@ -112,13 +112,33 @@ static BOOL base_env(const WCHAR *name, size_t k)
     return FALSE;
 }
 
+/* computer_name writes COMPUTERNAME=NAME for the container's host name:
+ * a container's computer name is its document's GuestOs.HostName (HCS
+ * JSON schema v2; hcsshim internal/hcsoci/hcsdoc_wcow.go sets it from
+ * the OCI spec's hostname), and COMPUTERNAME holds the NetBIOS form Windows
+ * derives from it, upper case, at most MAX_COMPUTERNAME_LENGTH (15)
+ * characters (learn.microsoft.com, GetComputerNameW and "Computer
+ * names"). Returns the characters written, 0 with no host name. */
+static size_t computer_name(const WCHAR *hostname, WCHAR *out, size_t n)
+{
+    size_t i, k;
+    if (!hostname || !hostname[0] || n < 30)
+        return 0;
+    k = swprintf(out, n, L"COMPUTERNAME=");
+    for (i = 0; hostname[i] && hostname[i] != L'.' && i < MAX_COMPUTERNAME_LENGTH; i++)
+        out[k++] = towupper(hostname[i]);
+    out[k] = 0;
+    return k;
+}
+
 /* environment is the base of the stand-in's own environment (base_env)
- * with the document's Environment over it, as a CreateProcess block. */
-WCHAR *environment(const WCHAR *doc)
+ * with the container's COMPUTERNAME (computer_name) and the document's
+ * Environment over it, as a CreateProcess block. */
+WCHAR *environment(const WCHAR *doc, const WCHAR *hostname)
 {
     WCHAR *own = GetEnvironmentStringsW(), *block, *b, *key = malloc(32768 * sizeof(WCHAR)), *val = malloc(32768 * sizeof(WCHAR));
     const WCHAR *e, *p;
-    size_t n = 2;
+    size_t n = 2 + 64, k;
     for (e = own; *e; e += wcslen(e) + 1)
         n += wcslen(e) + 1;
     n += doc ? wcslen(doc) : 0;
@@ -135,11 +155,13 @@ WCHAR *environment(const WCHAR *doc)
                 p++;
         }
     }
+    if (!(doc && wcsstr(doc, L"\"COMPUTERNAME\":")) && (k = computer_name(hostname, b, n - (b - block))) > 0)
+        b += k + 1;
     for (e = own; *e; e += wcslen(e) + 1) {
         const WCHAR *eq = wcschr(e + 1, L'=');
         WCHAR pat[1100];
-        size_t k = eq ? (size_t)(eq - e) : 0;
-        if (!eq || k >= 1024 || !base_env(e, k))
+        k = eq ? (size_t)(eq - e) : 0;
+        if (!eq || k >= 1024 || !base_env(e, k) || (hostname && hostname[0] && k == 12 && !_wcsnicmp(e, L"COMPUTERNAME", 12)))
             continue;
         swprintf(pat, 1100, L"\"%.*ls\":", (int)k, e);
         if (doc && wcsstr(doc, pat))

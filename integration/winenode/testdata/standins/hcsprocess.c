@@ -98,7 +98,7 @@ static DWORD start_process(sys_t *s, const WCHAR *params, process_t *p)
     si.hStdInput = child[0];
     si.hStdOutput = child[1];
     si.hStdError = child[2];
-    env = environment(params);
+    env = environment(params, s->hostname);
     ok = CreateProcessW(NULL, line, NULL, NULL, TRUE, CREATE_SUSPENDED | CREATE_UNICODE_ENVIRONMENT, env, dir, &si, &p->pi);
     if (!ok)
         err = GetLastError();

@@ -39,6 +39,7 @@ struct sys {
     WCHAR id[256];
     WCHAR owner[64];
     WCHAR volume[MAX_PATH]; /* the container's C:\ */
+    WCHAR hostname[64];     /* the document's HostName */
     HANDLE job;
     FILETIME started;
     int state;
@@ -105,6 +106,6 @@ BOOL json_string(const WCHAR *doc, const WCHAR *key, WCHAR *out, size_t n);
 BOOL json_true(const WCHAR *doc, const WCHAR *key);
 void container_path(const WCHAR *volume, const WCHAR *in, WCHAR *out, size_t n);
 void with_program(const WCHAR *volume, const WCHAR *line, WCHAR *out, size_t n);
-WCHAR *environment(const WCHAR *doc);
+WCHAR *environment(const WCHAR *doc, const WCHAR *hostname);
 void keep_document(const WCHAR *id, const WCHAR *config);
 BOOL command_line(const WCHAR *params, WCHAR *out, size_t n);

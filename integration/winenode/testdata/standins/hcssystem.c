@@ -117,7 +117,9 @@ BOOL systems_any(void) { return systems != NULL; }
  * it does not correctly resolve file (not dir) paths"), and the kubelet
  * mounts every container's termination log at C:\dev\termination-log
  * (k8s.io/kubernetes pkg/kubelet/kuberuntime makeMounts), a directory no
- * Windows base image has. */
+ * Windows base image has; containerd's Windows CI (windows-periodic.yml)
+ * runs critest's volume specs, whose ContainerPath is a host temporary
+ * folder no image holds. */
 static void make_parents(const WCHAR *volume, WCHAR *path)
 {
     for (WCHAR *p = path + wcslen(volume) + 1; (p = wcschr(p, L'\\')); p++) {
@@ -193,6 +195,7 @@ HRESULT system_create(const WCHAR *id, const WCHAR *config, sop_t *op, sys_t **o
     s = calloc(1, sizeof(sys_t));
     wcsncpy(s->id, id, 255);
     json_string(config, L"Owner", s->owner, 64);
+    json_string(config, L"HostName", s->hostname, 64);
     s->terminate_on_close = json_true(config, L"ShouldTerminateOnLastHandleClosed");
     volume_of(config, s->volume);
     if (!s->volume[0]) {

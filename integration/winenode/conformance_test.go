@@ -1,0 +1,146 @@
+//go:build linux
+
+package winenode
+
+import (
+	"context"
+	"fmt"
+	"io"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	v1 "github.com/google/go-containerregistry/pkg/v1"
+
+	"github.com/winproc/winproc/internal/syncbuffer"
+	"github.com/winproc/winproc/internal/winetest"
+)
+
+// ConformanceEnv names the directory `make conformance` has
+// TestConformance write its reports to; unset, the test is skipped, so
+// `make wine-node` does not run it.
+const ConformanceEnv = "WINPROC_CONFORMANCE"
+
+// ConformanceDocEnv names the document whose table TestConformance
+// rewrites from the run (docs/conformance.md).
+const ConformanceDocEnv = "WINPROC_CONFORMANCE_DOC"
+
+// critestMinPassed is how many of the 53 specs critest runs for Windows
+// must pass in each sandbox mode; every other one must fail or skip for a
+// reason knownOutcomes names.
+const critestMinPassed = 51
+
+// TestConformance runs cri-tools' CRI conformance suite, critest.exe at
+// crictl's pinned version, as containerd's Windows CI runs it against
+// runhcs: against containerd.exe's own Windows CRI on the Windows node,
+// with winproc the default handler, in both sandbox modes. critest's
+// images come from a registry on the loopback; its default image is the
+// conformance image (critestimage). The JUnit report of each mode and the
+// table of specs go to the ConformanceEnv directory.
+func TestConformance(t *testing.T) {
+	dir := os.Getenv(ConformanceEnv)
+	if dir == "" {
+		t.Skipf("%s is unset: `make conformance` runs critest", ConformanceEnv)
+	}
+	critest := filepath.Join(bins.Containerd, "critest.exe")
+	if _, err := os.Stat(critest); err != nil {
+		t.Skipf("no critest.exe (build/tools.sh builds it): %v", err)
+	}
+	host, images := startConformanceRegistry(t)
+	results := map[string]map[string]specResult{}
+	for _, sandboxer := range []string{"shim", "podsandbox"} {
+		t.Run(sandboxer, func(t *testing.T) {
+			report := filepath.Join(dir, "junit-"+sandboxer+".xml")
+			runCritest(t, critest, host, images, sandboxer, report, filepath.Join(dir, "critest-"+sandboxer+".log"))
+			specs, err := readJUnit(report)
+			if err != nil {
+				t.Fatal(err)
+			}
+			results[sandboxer] = specs
+			checkOutcomes(t, sandboxer, specs)
+		})
+	}
+	table := conformanceTable(results)
+	if err := os.WriteFile(filepath.Join(dir, "conformance-table.md"), []byte(table), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if doc := os.Getenv(ConformanceDocEnv); doc != "" && len(results) == 2 {
+		if err := replaceTable(doc, table); err != nil {
+			t.Error(err)
+		}
+	}
+}
+
+// conformanceConfig is the conformance node's own containerd config:
+// pulls without a runtime handler (critest's image specs) unpack into
+// windowsfilter, the default handler's snapshotter, not containerd's
+// windows snapshotter; registries are mirrored through hosts.toml files.
+var conformanceConfig = fmt.Sprintf(`version = 3
+
+[plugins.'io.containerd.cri.v1.images']
+  snapshotter = 'windowsfilter'
+  [plugins.'io.containerd.cri.v1.images'.registry]
+    config_path = '%s'
+`, certsDir)
+
+// runCritest runs critest.exe on a node of its own in sandbox mode
+// sandboxer, the JUnit report to report and its output to logFile.
+func runCritest(t *testing.T, critest, host string, images []v1.Image, sandboxer, report, logFile string) {
+	n := startNodeWith(t, Options{Standins: true, Sandboxer: sandboxer, DefaultHandler: true, Config: conformanceConfig})
+	importTree(t, n, PauseImage, HostBuild+".1", "pause.exe")
+	mirrorRegistries(t, n, host)
+	seedImageLayers(t, n, images)
+	imagesFile := filepath.Join(t.TempDir(), "images.yaml")
+	yaml := fmt.Sprintf("defaultTestContainerImage: %s\nwebServerTestImage: %s\n", conformanceImage, webServerImage)
+	if err := os.WriteFile(imagesFile, []byte(yaml), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	os.Remove(report)
+	ctx, cancel := context.WithTimeout(context.Background(), 40*time.Minute)
+	defer cancel()
+	cmd := winetest.Command(ctx, t, n.prefix, WindowsPath(critest),
+		"-runtime-endpoint", CRIEndpoint, "-image-endpoint", CRIEndpoint,
+		"-test-images-file", WindowsPath(imagesFile),
+		"-ginkgo.junit-report", WindowsPath(report), "-ginkgo.no-color", "-ginkgo.v",
+		"-test.timeout", "0")
+	// critest's output goes to logFile as it runs: a run takes minutes.
+	f, err := os.Create(logFile)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer f.Close()
+	var out syncbuffer.Buffer
+	w := io.MultiWriter(&out, f)
+	cmd.Stdout, cmd.Stderr = w, w
+	start := time.Now()
+	err = cmd.Run()
+	t.Logf("critest.exe in %s mode: %v after %v", sandboxer, err, time.Since(start).Round(time.Second))
+	if _, serr := os.Stat(report); serr != nil {
+		t.Fatalf("critest.exe wrote no report (%v): %v\n%s", err, serr, tail(out.String(), 80))
+	}
+	if err := os.WriteFile(strings.TrimSuffix(logFile, ".log")+"-containerd.log", []byte(n.ContainerdLog()), 0o644); err != nil {
+		t.Error(err)
+	}
+	if sandboxer == "shim" {
+		checkDNSReachedHCS(t, n)
+	}
+}
+
+// checkDNSReachedHCS checks winproc's part of critest's DNS spec in shim
+// mode, which Wine's ipconfig cannot show (docs/conformance.md): the
+// pod's DNS search list reached a container's HCS document
+// (Container.Networking DnsSearchList, where runhcs puts a spec's). In
+// podsandbox mode containerd's Windows CRI puts no DNS in the specs, as
+// for runhcs: a pod's DNS is the CNI plugin's (the HNS endpoint's).
+func checkDNSReachedHCS(t *testing.T, n *Node) {
+	t.Helper()
+	docs, _ := filepath.Glob(filepath.Join(n.Path(`C:\ProgramData\winproc-standins\documents`), "*.json"))
+	for _, d := range docs {
+		if b, err := os.ReadFile(d); err == nil && strings.Contains(string(b), `"DnsSearchList":"google.com"`) {
+			return
+		}
+	}
+	t.Errorf("no HCS document of the %d kept has critest's DNS search list google.com", len(docs))
+}
