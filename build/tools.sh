@@ -176,15 +176,15 @@ runhcs_version="$hcsshim_version+$(go env GOVERSION)+$(sha256sum "$runhcs_patch"
 if ! stamp windows/containerd-shim-runhcs-v1.exe "$runhcs_version"; then
 	echo "tools: building containerd-shim-runhcs-v1.exe (hcsshim $hcsshim_version) with $(basename "$runhcs_patch")"
 	mod=$(cd "$root" && GOFLAGS= go list -m -f '{{.Dir}}' github.com/Microsoft/hcsshim)
-	src=$(mktemp -d)
-	cp -r "$mod/." "$src"
-	chmod -R u+w "$src"
+	runhcs_src=$(mktemp -d)
+	cp -r "$mod/." "$runhcs_src"
+	chmod -R u+w "$runhcs_src"
 	mkdir -p "$dir/bin/windows"
-	(cd "$src" && git apply "$runhcs_patch" &&
+	(cd "$runhcs_src" && git apply "$runhcs_patch" &&
 		go mod edit -replace "github.com/Microsoft/cosesign1go=$root/shim/hcs/testdata/oracle/cosesign1go" &&
 		GOOS=windows GOARCH=amd64 go build -trimpath -o "$dir/bin/windows/" ./cmd/containerd-shim-runhcs-v1)
-	chmod -R u+w "$src"
-	rm -rf "$src"
+	chmod -R u+w "$runhcs_src"
+	rm -rf "$runhcs_src"
 	mark windows/containerd-shim-runhcs-v1.exe "$runhcs_version"
 fi
 
