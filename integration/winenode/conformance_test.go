@@ -27,11 +27,6 @@ const ConformanceEnv = "WINPROC_CONFORMANCE"
 // rewrites from the run (docs/conformance.md).
 const ConformanceDocEnv = "WINPROC_CONFORMANCE_DOC"
 
-// critestMinPassed is how many of the 53 specs critest runs for Windows
-// must pass in each sandbox mode; every other one must fail or skip for a
-// reason knownOutcomes names.
-const critestMinPassed = 51
-
 // TestConformance runs cri-tools' CRI conformance suite, critest.exe at
 // crictl's pinned version, as containerd's Windows CI runs it against
 // runhcs: against containerd.exe's own Windows CRI on the Windows node,
