@@ -149,7 +149,12 @@ func firstLine(s string) string {
 // conformanceTable is the Markdown table of the runs: each spec, its
 // outcome in each mode, and why where it did not pass.
 func conformanceTable(results map[string]map[string]specResult) string {
-	modes := []string{"shim", "podsandbox"}
+	var modes []string
+	for _, r := range critestRuns {
+		if _, ok := results[r.Name]; ok {
+			modes = append(modes, r.Name)
+		}
+	}
 	var names []string
 	for _, m := range modes {
 		for name := range results[m] {
@@ -172,19 +177,13 @@ func conformanceTable(results map[string]map[string]specResult) string {
 		}
 		fmt.Fprintf(&b, "- %s mode: %d of %d specs run passed (%d in the report)\n", m, passed, run, len(results[m]))
 	}
-	b.WriteString("\n| spec | shim | podsandbox | why not passed |\n|---|---|---|---|\n")
+	fmt.Fprintf(&b, "\n| spec | %s | why not passed |\n|---%s|---|\n", strings.Join(modes, " | "), strings.Repeat("|---", len(modes)))
 	for _, name := range names {
-		why := ""
+		fmt.Fprintf(&b, "| %s |", strings.ReplaceAll(name, "|", "\\|"))
 		for _, m := range modes {
-			if r, ok := results[m][name]; ok && r.Status != "passed" {
-				why = knownOutcome(name)
-				if why == "" {
-					why = "unexpected: " + firstLine(r.Message)
-				}
-			}
+			fmt.Fprintf(&b, " %s |", cmp.Or(results[m][name].Status, "-"))
 		}
-		fmt.Fprintf(&b, "| %s | %s | %s | %s |\n", strings.ReplaceAll(name, "|", "\\|"),
-			cmp.Or(results["shim"][name].Status, "-"), cmp.Or(results["podsandbox"][name].Status, "-"), strings.ReplaceAll(why, "|", "\\|"))
+		fmt.Fprintf(&b, " %s |\n", strings.ReplaceAll(whyNotPassed(results, modes, name), "|", "\\|"))
 	}
 	return b.String()
 }
