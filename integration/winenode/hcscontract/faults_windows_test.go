@@ -132,8 +132,14 @@ func TestFaultKinds(t *testing.T) {
 			}); err != nil {
 				t.Fatalf("HcsModifyProcess CloseHandle StdIn: %v", err)
 			}
+			var got []string
+			defer func() {
+				if t.Failed() {
+					t.Logf("notifications: %q", got)
+				}
+			}()
 			eventually(t, "two exit notifications", func() bool {
-				got := eventDataOf(ctx)
+				got = eventDataOf(ctx)
 				return len(got) == 2 && strings.Contains(got[0], `"ExitCode":0`) && strings.Contains(got[1], `"ExitCode":99`)
 			})
 		}},

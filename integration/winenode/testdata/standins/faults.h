@@ -40,8 +40,9 @@
  * The kinds of a notification's fault, on HcsEventSystemExited or
  * HcsEventProcessExited (computecore.h's HCS_EVENT_TYPE names):
  *   lost   it never comes;
- *   twice  it comes twice, the second time with the HRESULT as its
- *          Status (a system's) or ExitCode (a process's), if not 0;
+ *   twice  it comes twice, the second time 100 ms after the first and
+ *          with the HRESULT as its Status (a system's) or ExitCode (a
+ *          process's), if not 0;
  *   late   it comes 300 ms late (after the caller may have closed its
  *          handle).
  * Each use counts down; at 0 the fault is gone. Every process that loads

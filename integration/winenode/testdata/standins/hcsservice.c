@@ -144,21 +144,38 @@ typedef struct {
     sys_t *s;
     process_t *p;
     UINT32 type;
+    DWORD delay;
     WCHAR data[160];
 } late_t;
 
-/* deliver_late delivers a notification 300 ms late; it holds the system
+/* deliver_late delivers a notification delay ms late; it holds the system
  * (and so its processes) until then. */
 static DWORD WINAPI deliver_late(void *arg)
 {
     late_t *l = arg;
-    Sleep(300);
+    Sleep(l->delay);
     EnterCriticalSection(&lock);
     deliver(l->s, l->p, l->type, l->data);
     system_release(l->s);
     LeaveCriticalSection(&lock);
     free(l);
     return 0;
+}
+
+/* deliver_after delivers a notification delay ms from now, on a thread of
+ * its own. */
+static void deliver_after(sys_t *s, process_t *p, UINT32 type, const WCHAR *data, DWORD delay)
+{
+    late_t *l = calloc(1, sizeof(late_t));
+    l->s = s;
+    l->p = p;
+    l->type = type;
+    l->delay = delay;
+    wcsncpy(l->data, data, 159);
+    EnterCriticalSection(&lock);
+    system_hold(s);
+    LeaveCriticalSection(&lock);
+    CloseHandle(CreateThread(NULL, 0, deliver_late, l, 0, NULL));
 }
 
 /* send_event notifies each handle of s (p NULL) or of p that has a
@@ -168,7 +185,6 @@ void send_event(sys_t *s, process_t *p, UINT32 type, const WCHAR *data)
 {
     HRESULT hr = S_OK;
     WCHAR again[160];
-    late_t *l;
     switch (standin_fault(type == EVENT_SYSTEM_EXITED ? "HcsEventSystemExited" : "HcsEventProcessExited", FAULTS_OF_EVENT, &hr)) {
     case FAULT_LOST:
         return;
@@ -181,18 +197,13 @@ void send_event(sys_t *s, process_t *p, UINT32 type, const WCHAR *data)
         else
             swprintf(again, 160, L"{\"Status\":%ld,\"ExitType\":\"UnexpectedExit\"}", (long)hr);
         again[159] = 0;
-        deliver(s, p, type, again);
+        /* The duplicate is a second notification, after the first: each
+         * is delivered on a thread of its own (hcsclient.c notify), so
+         * two sent at once may reach the callback in either order. */
+        deliver_after(s, p, type, again, 100);
         return;
     case FAULT_LATE:
-        l = calloc(1, sizeof(late_t));
-        l->s = s;
-        l->p = p;
-        l->type = type;
-        wcsncpy(l->data, data, 159);
-        EnterCriticalSection(&lock);
-        system_hold(s);
-        LeaveCriticalSection(&lock);
-        CloseHandle(CreateThread(NULL, 0, deliver_late, l, 0, NULL));
+        deliver_after(s, p, type, data, 300);
         return;
     }
     deliver(s, p, type, data);
