@@ -10,7 +10,7 @@ LDFLAGS     := -s -w -X github.com/winproc/winproc/internal/version.Version=$(VE
 # Every main package lives in cmd/<binary>.
 COMMANDS := $(notdir $(wildcard cmd/*))
 # Packages whose Windows test binaries run under Wine.
-WINE_TEST_PACKAGES := ./pause/... ./cmd/containerd-shim-winproc-v2/... ./wincat/... ./shim/hcs/... ./shim/jobcontainer/... ./shim/scratch/... ./shim/relay/... ./shim/procexit/... ./shim/hostprocess/... ./shim/record/... ./shim/compute/... ./shim/specconv/... ./shim/winpath/... ./internal/wincmdline/... ./cmd/winproc-testapp/... ./cmd/winproc-snapshotter/... ./snapshotter/layertar/... ./winbuild/... ./internal/containerdconn/... ./shim/process/...
+WINE_TEST_PACKAGES := ./pause/... ./cmd/containerd-shim-winproc-v2/... ./wincat/... ./shim/hcs/... ./shim/jobcontainer/... ./shim/scratch/... ./shim/relay/... ./shim/procexit/... ./shim/hostprocess/... ./shim/record/... ./shim/compute/... ./shim/specconv/... ./shim/winpath/... ./internal/wincmdline/... ./cmd/winproc-testapp/... ./cmd/winproc-snapshotter/... ./snapshotter/layertar/... ./winbuild/... ./internal/containerdconn/... ./shim/process/... ./internal/dllguard/...
 
 export WINPROC_WINE_PREFIX := $(WINE_PREFIX)
 export WINPROC_TOOLS := $(TOOLS_DIR)/bin

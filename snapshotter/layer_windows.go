@@ -15,6 +15,7 @@ import (
 	"github.com/Microsoft/hcsshim/pkg/ociwclayer"
 	"golang.org/x/sys/windows"
 
+	"github.com/winproc/winproc/internal/dllguard"
 	"github.com/winproc/winproc/snapshotter/layermount"
 )
 
@@ -41,7 +42,7 @@ func createScratch(ctx context.Context, dir string, parents []string, size uint6
 	}
 	if size > 0 {
 		info, id := driverInfo(dir)
-		if err := hcsshim.ExpandSandboxSize(info, id, size); err != nil {
+		if err := dllguard.Call("expand scratch", func() error { return hcsshim.ExpandSandboxSize(info, id, size) }); err != nil {
 			return fmt.Errorf("grow %s to %d bytes: %w", layermount.SandboxVHDX, size, err)
 		}
 	}
@@ -68,20 +69,22 @@ func copyFile(src, dst string) error {
 
 func commitLayer(ctx context.Context, dir string, parents []string) error {
 	if len(parents) == 0 {
-		return hcsshim.ConvertToBaseLayer(dir)
+		return dllguard.Call("convert to a base layer (offreg.dll writes its registry hives)", func() error { return hcsshim.ConvertToBaseLayer(dir) })
 	}
 	if err := winio.EnableProcessPrivileges([]string{winio.SeBackupPrivilege, winio.SeRestorePrivilege}); err != nil {
 		return fmt.Errorf("enable backup and restore privileges: %w", err)
 	}
 	r, w := io.Pipe()
 	go func() {
-		w.CloseWithError(ociwclayer.ExportLayerToTar(ctx, w, dir, parents))
+		w.CloseWithError(dllguard.Call("export scratch", func() error { return ociwclayer.ExportLayerToTar(ctx, w, dir, parents) }))
 	}()
 	// Importing needs SeSecurityPrivilege when the root sits on a mounted
 	// VHDX (containerd found this); harmless elsewhere.
 	err := winio.RunWithPrivileges([]string{winio.SeSecurityPrivilege}, func() error {
-		_, err := ociwclayer.ImportLayerFromTar(ctx, r, dir, parents)
-		return err
+		return dllguard.Call("import scratch", func() error {
+			_, err := ociwclayer.ImportLayerFromTar(ctx, r, dir, parents)
+			return err
+		})
 	})
 	if err != nil {
 		r.CloseWithError(err)
@@ -97,12 +100,12 @@ func commitLayer(ctx context.Context, dir string, parents []string) error {
 // refused as in use deactivates it under the path it has.
 func destroyLayer(ctx context.Context, dir string) error {
 	info, id := driverInfo(dir)
-	return hcsshim.DestroyLayer(info, id)
+	return dllguard.Call("destroy layer", func() error { return hcsshim.DestroyLayer(info, id) })
 }
 
 func deactivateLayer(ctx context.Context, dir string) error {
 	info, id := driverInfo(dir)
-	return hcsshim.DeactivateLayer(info, id)
+	return dllguard.Call("deactivate layer", func() error { return hcsshim.DeactivateLayer(info, id) })
 }
 
 // layerErr classes the layer driver's errors: a layer activated, or a file

@@ -11,7 +11,6 @@ import (
 	"net/http"
 	"net/http/httptest"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"slices"
 	"strings"
@@ -22,6 +21,7 @@ import (
 	"github.com/opencontainers/go-digest"
 	"github.com/opencontainers/image-spec/identity"
 
+	"github.com/winproc/winproc/integration/winenode/critestimage"
 	"github.com/winproc/winproc/winimage"
 )
 
@@ -35,7 +35,8 @@ var critestRegistries = []string{"gcr.io", "registry.k8s.io", "k8s.gcr.io", conf
 const (
 	conformanceRegistry = "conformance.winproc.test"
 	// conformanceImage runs critest's default command and scripts: the
-	// image's powershell.exe and ping.exe (critestimage).
+	// image's powershell.exe (a native host of its script engine) and
+	// ping.exe (critestimage).
 	conformanceImage = conformanceRegistry + "/critest-default:1"
 	// webServerImage serves HTTP on port 80, as the nginx image critest
 	// names does: the test app.
@@ -81,10 +82,11 @@ func startConformanceRegistry(t *testing.T) (string, []v1.Image) {
 		}
 		push(path, contents[content])
 	}
-	push(strings.TrimPrefix(conformanceImage, conformanceRegistry+"/"), treeImage(t, map[string][]byte{
-		"powershell.exe": programs["powershell.exe"],
-		"ping.exe":       programs["ping.exe"],
-	}, nil, []string{"cmd.exe"}))
+	conformance := map[string][]byte{}
+	for _, p := range critestimage.Programs {
+		conformance[p] = programs[p]
+	}
+	push(strings.TrimPrefix(conformanceImage, conformanceRegistry+"/"), treeImage(t, conformance, nil, []string{"cmd.exe"}))
 	push(strings.TrimPrefix(webServerImage, conformanceRegistry+"/"), treeImage(t, map[string][]byte{
 		"winproc-testapp.exe": programs["winproc-testapp.exe"],
 	}, []string{`C:\winproc-testapp.exe`, "serve", "-addr", "0.0.0.0:80"}, nil))
@@ -197,17 +199,20 @@ func testImage(t *testing.T, content string, programs map[string][]byte) v1.Imag
 	return treeImage(t, map[string][]byte{content: []byte(content + "\n")}, nil, []string{"cmd.exe"})
 }
 
-// buildConformancePrograms builds the conformance image's programs.
+// buildConformancePrograms builds the conformance image's programs
+// (critestimage) and reads them with the project's test app and pause.exe.
 func buildConformancePrograms(t *testing.T) map[string][]byte {
 	t.Helper()
 	dir := t.TempDir()
-	build := exec.Command("go", "build", "-o", dir+"/", "./critestimage/powershell", "./critestimage/ping")
-	build.Env = append(os.Environ(), "GOOS=windows", "GOARCH=amd64", "CGO_ENABLED=0")
-	if out, err := build.CombinedOutput(); err != nil {
-		t.Fatalf("build the conformance image's programs: %v\n%s", err, out)
+	if err := critestimage.Build(context.Background(), "critestimage", dir); err != nil {
+		t.Fatal(err)
+	}
+	paths := []string{filepath.Join(bins.Project, "winproc-testapp.exe"), filepath.Join(bins.Project, "pause.exe")}
+	for _, p := range critestimage.Programs {
+		paths = append(paths, filepath.Join(dir, p))
 	}
 	programs := map[string][]byte{}
-	for _, p := range []string{filepath.Join(dir, "powershell.exe"), filepath.Join(dir, "ping.exe"), filepath.Join(bins.Project, "winproc-testapp.exe"), filepath.Join(bins.Project, "pause.exe")} {
+	for _, p := range paths {
 		b, err := os.ReadFile(p)
 		if err != nil {
 			t.Fatal(err)

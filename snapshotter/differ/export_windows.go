@@ -10,6 +10,7 @@ import (
 	"github.com/Microsoft/go-winio"
 	"github.com/Microsoft/hcsshim/pkg/ociwclayer"
 
+	"github.com/winproc/winproc/internal/dllguard"
 	"github.com/winproc/winproc/snapshotter/layermount"
 )
 
@@ -19,5 +20,5 @@ func exportLayer(ctx context.Context, w io.Writer, layer layermount.Layer) error
 	if err := winio.EnableProcessPrivileges([]string{winio.SeBackupPrivilege}); err != nil {
 		return fmt.Errorf("enable backup privilege: %w", err)
 	}
-	return ociwclayer.ExportLayerToTar(ctx, w, layer.Path, layer.Parents)
+	return dllguard.Call("export layer", func() error { return ociwclayer.ExportLayerToTar(ctx, w, layer.Path, layer.Parents) })
 }

@@ -10,6 +10,7 @@ import (
 	"github.com/Microsoft/go-winio"
 	"github.com/Microsoft/hcsshim/pkg/ociwclayer"
 
+	"github.com/winproc/winproc/internal/dllguard"
 	"github.com/winproc/winproc/snapshotter/layermount"
 )
 
@@ -20,5 +21,10 @@ func importLayer(ctx context.Context, r io.Reader, layer layermount.Layer) (int6
 	if err := winio.EnableProcessPrivileges([]string{winio.SeBackupPrivilege, winio.SeRestorePrivilege}); err != nil {
 		return 0, fmt.Errorf("enable backup and restore privileges: %w", err)
 	}
-	return ociwclayer.ImportLayerFromTar(ctx, r, layer.Path, layer.Parents)
+	var n int64
+	err := dllguard.Call("import layer", func() (err error) {
+		n, err = ociwclayer.ImportLayerFromTar(ctx, r, layer.Path, layer.Parents)
+		return err
+	})
+	return n, err
 }
