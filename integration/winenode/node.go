@@ -23,6 +23,7 @@
 package winenode
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"fmt"
@@ -312,10 +313,33 @@ func (n *Node) ExecStdin(stdin io.Reader, dir string, env []string, exe string, 
 	if err == nil && code != 0 {
 		err = fmt.Errorf("exit status %d", code)
 	}
+	if ctx.Err() != nil {
+		// What each of the node's processes was waiting in, for a program
+		// that did not end.
+		err = fmt.Errorf("%w (not ended in time; the node's processes: %s)", err, n.threadStates())
+	}
 	if err != nil {
 		err = fmt.Errorf("%s %s: %w", exe, strings.Join(args, " "), err)
 	}
 	return o.String(), e.String(), err
+}
+
+// threadStates lists the node's processes by name and pid, with the kernel
+// function each thread waits in (wchan) and how many wait there.
+func (n *Node) threadStates() string {
+	var b strings.Builder
+	for _, pid := range n.Processes("") {
+		cmdline, _ := os.ReadFile(fmt.Sprintf("/proc/%d/cmdline", pid))
+		name, _, _ := strings.Cut(string(cmdline), "\x00")
+		waits := map[string]int{}
+		tasks, _ := filepath.Glob(fmt.Sprintf("/proc/%d/task/*/wchan", pid))
+		for _, t := range tasks {
+			w, _ := os.ReadFile(t)
+			waits[cmp.Or(string(w), "running")]++
+		}
+		fmt.Fprintf(&b, "\n  %s (pid %d): %v", name, pid, waits)
+	}
+	return b.String()
 }
 
 // Crictl runs crictl.exe against containerd.exe's CRI, as the kubelet's
