@@ -83,12 +83,15 @@ func newServices(ic *plugin.InitContext) (any, error) {
 		return nil, err
 	}
 
-	// The image check reads containerd's records; the connection is made
-	// on first use and closed with the shim.
+	// The image check reads containerd's records at every task create.
+	// The connection is made now, in the background, so the first create
+	// does not wait for the pipe and HTTP/2's handshake; it is closed with
+	// the shim.
 	conn, err := containerdconn.Dial(ic.Properties[plugins.PropertyGRPCAddress])
 	if err != nil {
 		return nil, fmt.Errorf("containerd: %w", err)
 	}
+	conn.Connect()
 	sd.(shutdown.Service).RegisterCallback(func(context.Context) error { return conn.Close() })
 	stores := imagecheck.Stores{Records: imagecheck.Remote(conn), Content: contentproxy.NewContentStore(conn)}
 	check := func(ctx context.Context, id string) error {
