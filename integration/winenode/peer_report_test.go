@@ -120,7 +120,7 @@ func sums(a, b []time.Duration) []time.Duration {
 // peerReport is the generated section of docs/peer.md: the run's size and
 // machine, each handler's figures (median of the rounds, with their
 // range) and winproc's ratios to runhcs, per round paired.
-func peerReport(cfg peerConfig, results map[string][]peerTurn, took time.Duration) string {
+func peerReport(cfg peerConfig, results map[string][]peerTurn, took time.Duration, check string) string {
 	var b strings.Builder
 	load, _ := os.ReadFile("/proc/loadavg")
 	fmt.Fprintf(&b, "Run: %d rounds of %d pods each, %d exec probes for latency and %d in all for growth; %s; %d CPUs (shared), load %s at the end; %v in all.\n\n",
@@ -143,6 +143,7 @@ func peerReport(cfg peerConfig, results map[string][]peerTurn, took time.Duratio
 		total[h] = []peerTurn{sum}
 	}
 	peerRow(&b, peerFailed, total)
+	fmt.Fprintf(&b, "\nwinproc's image check at a create (`shimclient imagecheck`, medians of 5 processes, ms): %s.\n", check)
 	return b.String()
 }
 

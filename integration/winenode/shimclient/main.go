@@ -22,7 +22,15 @@
 //	shimclient mem NAME
 //
 // prints the PID, working set and private bytes of each process whose
-// image is NAME, as Windows reports them to a program.
+// image is NAME, as Windows reports them to a program;
+//
+//	shimclient imagecheck ADDRESS NAMESPACE CONTAINER N
+//
+// times the shim's image check (shim/imagecheck, over containerd's gRPC
+// at ADDRESS as the shim reaches it) of CONTAINER: on a connection made by
+// its first call, as the shim's first create once made it; on one made
+// beforehand, as the shim's first create makes it now; and N times more on
+// that one, the median, as a shim's later creates.
 package main
 
 import (
@@ -60,8 +68,10 @@ func main() {
 		_, err = os.Stat(os.Args[2])
 	case len(os.Args) == 3 && os.Args[1] == "mem":
 		err = memory(os.Args[2])
+	case len(os.Args) == 6 && os.Args[1] == "imagecheck":
+		err = imageCheckTimes(os.Args[2], os.Args[3], os.Args[4], os.Args[5])
 	default:
-		fmt.Fprintln(os.Stderr, "usage: shimclient connect PIPE NAMESPACE TASK | shimclient create PIPE NAMESPACE TASK BUNDLE | shimclient stat PIPE | shimclient mem NAME")
+		fmt.Fprintln(os.Stderr, "usage: shimclient connect PIPE NAMESPACE TASK | shimclient create PIPE NAMESPACE TASK BUNDLE | shimclient stat PIPE | shimclient mem NAME | shimclient imagecheck ADDRESS NAMESPACE CONTAINER N")
 		os.Exit(2)
 	}
 	if err != nil {
