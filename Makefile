@@ -137,8 +137,8 @@ kubelet-node: tools wine
 # docs/conformance.md): JUnit reports and logs in CONFORMANCE_DIR, the
 # table in docs/conformance.md (after all three runs; CONFORMANCE_RUNS,
 # e.g. `runhcs`, makes only the runs named). Not part of `test` (it takes
-# longer than its 5 minutes), and not a CI step while a stop right after a
-# start fails for a reason it cannot name (.ci/run).
+# longer than its 5 minutes): CI runs the two winproc runs as a step of its
+# own (.ci/run).
 CONFORMANCE_DIR ?= $(CURDIR)/build/conformance
 CONFORMANCE_RUNS ?=
 .PHONY: conformance
