@@ -5,6 +5,7 @@ package hcscontract
 import (
 	"errors"
 	"testing"
+	"time"
 	"unsafe"
 )
 
@@ -109,4 +110,28 @@ func TestFailedCallStartsNothing(t *testing.T) {
 		t.Errorf("the failed call's operation: %v, want HCS_E_OPERATION_NOT_STARTED", err)
 	}
 	take(doc)
+}
+
+// HcsShutDownComputeSystem shuts the container's Windows down, and the
+// system sends CTRL_SHUTDOWN_EVENT to the console processes when it shuts
+// down (HandlerRoutine reference page): a program a container's process
+// started gets it too, the shutdown completes, and the system exits
+// (SystemExited). runhcs shuts a container down so and waits 30 s for
+// that notification before it terminates (hcsshim cmd/containerd-shim-
+// runhcs-v1 task_hcs.go, hcsTask.close).
+func TestShutdownReachesEveryProcess(t *testing.T) {
+	h := load(t)
+	sys := h.create(t, "shutdown-all", document(volume(t), false), true)
+	if err := h.call("HcsSetComputeSystemCallback", sys, 0, 0x200, eventCallback); err != nil {
+		t.Fatal(err)
+	}
+	h.process(t, sys, `{"CommandLine":"cmd.exe /c ping -n 60 localhost"}`)
+	time.Sleep(time.Second) // cmd.exe has started ping
+	if _, err := h.run(t, func(op uintptr) error { return h.call("HcsShutDownComputeSystem", sys, op, 0) }); err != nil {
+		t.Fatalf("HcsShutDownComputeSystem of a system whose process started another: %v", err)
+	}
+	eventually(t, "SystemExited after the shutdown", func() bool {
+		got := eventsOf(0x200)
+		return len(got) > 0 && got[len(got)-1] == eventSystemExited
+	})
 }

@@ -36,6 +36,10 @@
  *    with HCS_E_INVALID_JSON; signal and terminate of an exited process
  *    fail with HCS_E_PROCESS_ALREADY_STOPPED (hcsshim internal/hcs/errors.go
  *    ErrProcessAlreadyStopped, which its Kill and Signal expect);
+ *  - HcsShutDownComputeSystem sends CTRL_SHUTDOWN_EVENT to every process
+ *    in the system, as a Windows shutdown reaches every console process
+ *    (HandlerRoutine reference page), and completes when they have exited
+ *    (10 s at most; HCS_E_OPERATION_TIMEOUT after);
  *  - HcsModifyProcess takes ProcessModifyRequest's CloseHandle of StdIn
  *    and ConsoleSize, and refuses other operations;
  *  - HcsModifyComputeSystem of a stopped system fails with
@@ -56,6 +60,7 @@
 #include "hcsservice.h"
 #include "faults.h"
 #include <psapi.h>
+#include <stddef.h>
 #include <stdio.h>
 #include <stdlib.h>
 
@@ -323,18 +328,41 @@ static DWORD WINAPI shutdown_later(void *arg)
     return 0;
 }
 
+/* shutdown_event sends CTRL_SHUTDOWN_EVENT to every process of the system,
+ * the ones its processes started included: a container's shutdown is its
+ * Windows' shutdown, and the system sends that event to the console
+ * processes when it shuts down (HandlerRoutine reference page), not only to
+ * the processes HcsCreateProcess started. */
+static void shutdown_event(sys_t *s)
+{
+    union {
+        JOBOBJECT_BASIC_PROCESS_ID_LIST list;
+        BYTE bytes[sizeof(JOBOBJECT_BASIC_PROCESS_ID_LIST) + 255 * sizeof(ULONG_PTR)];
+    } ids = {0};
+    /* The list runs past ProcessIdList[1]: index it through a pointer the
+     * compiler knows no bound of. */
+    const ULONG_PTR *pids = (const ULONG_PTR *)(ids.bytes + offsetof(JOBOBJECT_BASIC_PROCESS_ID_LIST, ProcessIdList));
+    DWORD i;
+    if (!QueryInformationJobObject(s->job, JobObjectBasicProcessIdList, &ids, sizeof(ids), NULL))
+        return;
+    for (i = 0; i < ids.list.NumberOfProcessIdsInList; i++) {
+        HANDLE h = OpenProcess(PROCESS_ALL_ACCESS, FALSE, (DWORD)pids[i]);
+        if (h) {
+            ctrl_event(h, CTRL_SHUTDOWN_EVENT);
+            CloseHandle(h);
+        }
+    }
+}
+
 HRESULT system_shutdown(sys_t *s, sop_t *op)
 {
     stop_t *st;
-    process_t *p;
     HRESULT hr;
     if (system_faulted("HcsShutDownComputeSystem", s, op, &hr))
         return hr;
     if (s->state == STATE_STOPPED)
         return HCS_E_SYSTEM_ALREADY_STOPPED;
-    for (p = s->processes; p; p = p->next)
-        if (!p->exited)
-            ctrl_event(p->pi.hProcess, CTRL_SHUTDOWN_EVENT);
+    shutdown_event(s);
     st = calloc(1, sizeof(stop_t));
     st->s = s;
     st->op = op;
