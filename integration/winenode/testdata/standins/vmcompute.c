@@ -325,6 +325,8 @@ HRESULT WINAPI NameToGuid(const WCHAR *name, GUID *guid)
  * (GET /endpointstats/<id>), HNS's own answers to an unknown path or a
  * failed request, and its versions (GET /globals/version).
  */
+typedef void *WINAPI alloc_t(SIZE_T);
+
 HRESULT WINAPI HNSCall(const WCHAR *method, const WCHAR *path, const WCHAR *request, WCHAR **response)
 {
     static const WCHAR endpoints[] = L"{\"Success\":true,\"Error\":\"\",\"Output\":[]}";
@@ -334,7 +336,15 @@ HRESULT WINAPI HNSCall(const WCHAR *method, const WCHAR *path, const WCHAR *requ
     *response = NULL;
     if (wcscmp(method, L"GET") || wcscmp(path, L"/endpoints/"))
         return E_NOTIMPL;
-    *response = CoTaskMemAlloc(sizeof(endpoints));
+    /* ole32 is loaded here, by the one caller of HNSCall (the kubelet),
+     * not at this DLL's load: an import of it would load Wine's ole32 and
+     * its COM runtime (some 4 MiB) into every process that loads the layer
+     * functions, every shim among them, and weigh on the node's memory
+     * figures (docs/peer.md). */
+    alloc_t *alloc = (alloc_t *)(void *)GetProcAddress(LoadLibraryW(L"ole32.dll"), "CoTaskMemAlloc");
+    if (!alloc)
+        return HRESULT_FROM_WIN32(GetLastError());
+    *response = alloc(sizeof(endpoints));
     if (!*response)
         return E_OUTOFMEMORY;
     memcpy(*response, endpoints, sizeof(endpoints));
