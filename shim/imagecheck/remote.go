@@ -4,12 +4,19 @@ import (
 	"context"
 
 	containersapi "github.com/containerd/containerd/api/services/containers/v1"
+	contentproxy "github.com/containerd/containerd/v2/core/content/proxy"
 	"github.com/containerd/errdefs/pkg/errgrpc"
 	ocispec "github.com/opencontainers/image-spec/specs-go/v1"
 	"google.golang.org/grpc"
 
 	"github.com/winproc/winproc/winimage/resolve"
 )
+
+// RemoteStores are the stores the check reads from containerd over conn,
+// as the shim reads them.
+func RemoteStores(conn *grpc.ClientConn) Stores {
+	return Stores{Records: Remote(conn), Content: contentproxy.NewContentStore(conn)}
+}
 
 // Remote reads the records from containerd over conn. It uses the API
 // clients directly: containerd's client package would bring a hundred

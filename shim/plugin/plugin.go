@@ -10,7 +10,6 @@ import (
 	"fmt"
 	"os"
 
-	contentproxy "github.com/containerd/containerd/v2/core/content/proxy"
 	"github.com/containerd/containerd/v2/pkg/namespaces"
 	"github.com/containerd/containerd/v2/pkg/shim"
 	"github.com/containerd/containerd/v2/pkg/shutdown"
@@ -93,7 +92,7 @@ func newServices(ic *plugin.InitContext) (any, error) {
 	}
 	conn.Connect()
 	sd.(shutdown.Service).RegisterCallback(func(context.Context) error { return conn.Close() })
-	stores := imagecheck.Stores{Records: imagecheck.Remote(conn), Content: contentproxy.NewContentStore(conn)}
+	stores := imagecheck.RemoteStores(conn)
 	check := func(ctx context.Context, id string) error {
 		// A ttrpc request's namespace does not travel on outgoing gRPC
 		// calls by itself.

@@ -26,10 +26,15 @@ func Build(ctx context.Context, src, dir string) error {
 		}
 	}
 	// A console program (wmain), as Windows' powershell.exe is.
-	cc := exec.CommandContext(ctx, "x86_64-w64-mingw32-gcc", "-O2", "-Wall", "-Werror", "-municode",
-		"-o", filepath.Join(dir, "powershell.exe"), filepath.Join(src, "host", "host.c"))
+	return buildConsole(ctx, filepath.Join(src, "host", "host.c"), filepath.Join(dir, "powershell.exe"))
+}
+
+// buildConsole builds the C source src as the Windows console program exe
+// (wmain), with MinGW.
+func buildConsole(ctx context.Context, src, exe string) error {
+	cc := exec.CommandContext(ctx, "x86_64-w64-mingw32-gcc", "-O2", "-Wall", "-Werror", "-municode", "-o", exe, src)
 	if out, err := cc.CombinedOutput(); err != nil {
-		return errors.Join(fmt.Errorf("build the conformance image's powershell.exe host: %w", err), errors.New(string(out)))
+		return errors.Join(fmt.Errorf("build %s: %w", filepath.Base(exe), err), errors.New(string(out)))
 	}
 	return nil
 }

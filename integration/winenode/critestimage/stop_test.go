@@ -1,16 +1,14 @@
 //go:build linux
 
-package critestimage_test
+package critestimage
 
 import (
 	"context"
-	"os/exec"
 	"path/filepath"
 	"strings"
 	"testing"
 	"time"
 
-	"github.com/winproc/winproc/integration/winenode/critestimage"
 	"github.com/winproc/winproc/internal/winetest"
 )
 
@@ -28,13 +26,12 @@ func TestStopRightAfterStart(t *testing.T) {
 	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
 	defer cancel()
 	dir := t.TempDir()
-	if err := critestimage.Build(ctx, ".", dir); err != nil {
+	if err := Build(ctx, ".", dir); err != nil {
 		t.Fatal(err)
 	}
 	driver := filepath.Join(dir, "ctrlafter.exe")
-	cc := exec.CommandContext(ctx, "x86_64-w64-mingw32-gcc", "-O2", "-Wall", "-Werror", "-municode", "-o", driver, filepath.Join("testdata", "ctrlafter.c"))
-	if out, err := cc.CombinedOutput(); err != nil {
-		t.Fatalf("build ctrlafter.exe: %v\n%s", err, out)
+	if err := buildConsole(ctx, filepath.Join("testdata", "ctrlafter.c"), driver); err != nil {
+		t.Fatal(err)
 	}
 	delays := []string{"0", "0", "0", "0", "2", "2", "5", "5", "5", "5", "10", "10", "10", "10", "20", "20", "40", "40", "80", "200"}
 	line := `"` + winetest.WinPath(filepath.Join(dir, "powershell.exe")) + `" -c "ping -t localhost"`

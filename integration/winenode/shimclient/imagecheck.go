@@ -9,7 +9,6 @@ import (
 	"strconv"
 	"time"
 
-	"github.com/containerd/containerd/v2/core/content/proxy"
 	"github.com/containerd/containerd/v2/pkg/namespaces"
 	"google.golang.org/grpc"
 	"google.golang.org/grpc/connectivity"
@@ -32,9 +31,8 @@ func imageCheckTimes(address, ns, id, count string) error {
 		return err
 	}
 	check := func(conn *grpc.ClientConn) (time.Duration, error) {
-		stores := imagecheck.Stores{Records: imagecheck.Remote(conn), Content: proxy.NewContentStore(conn)}
 		start := time.Now()
-		err := imagecheck.Check(ctx, stores, host, id)
+		err := imagecheck.Check(ctx, imagecheck.RemoteStores(conn), host, id)
 		return time.Since(start), err
 	}
 	lazy, err := containerdconn.Dial(address)
